@@ -1,0 +1,28 @@
+// The handle every domino collective returns at once. Waiting, completion, exceptions and the
+// future behave as ProcessGroupGloo's do, so DDP comm hooks and async_op code work unchanged.
+#pragma once
+
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include <exception>
+#include <vector>
+
+namespace domino {
+
+class Work : public c10d::Work {
+ public:
+  Work(int rank, c10d::OpType op, std::vector<at::Tensor> outputs);
+
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
+  std::vector<at::Tensor> result() override;
+
+  // Called once by the progress lane.
+  void complete();
+  void fail(std::exception_ptr error);
+
+ private:
+  std::vector<at::Tensor> outputs_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+}  // namespace domino

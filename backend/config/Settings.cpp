@@ -1,0 +1,154 @@
+#include "Settings.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+
+extern char** environ;
+
+namespace domino {
+
+namespace {
+const char* const kPrefix = "DOMINO_";
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+[[noreturn]] void invalid(const std::string& variable, const std::string& value,
+                          const std::string& accepted) {
+  throw ConfigError(variable + "='" + value + "' is not valid; accepted values: " + accepted +
+                    ". Fix or unset " + variable + ".");
+}
+
+template <class T>
+T choose(const std::string& variable, const std::string& value,
+         const std::vector<std::pair<std::string, T>>& choices) {
+  std::string lowered = value;
+  std::transform(lowered.begin(), lowered.end(), lowered.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::vector<std::string> names;
+  for (const auto& [name, v] : choices) {
+    if (lowered == name) return v;
+    names.push_back(name);
+  }
+  invalid(variable, value, join(names));
+}
+
+std::string transport_name(const std::string& variable, const std::string& value) {
+  const bool plain = !value.empty() && std::all_of(value.begin(), value.end(), [](unsigned char c) {
+    return std::isalnum(c) || c == '_' || c == '-';
+  });
+  if (!plain) invalid(variable, value, "auto, or a transport name made of letters, digits, '-' and '_'");
+  return value;
+}
+
+std::vector<std::string> split_path(const std::string& value) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= value.size()) {
+    const size_t end = value.find(':', start);
+    const std::string part = value.substr(start, end == std::string::npos ? end : end - start);
+    if (!part.empty()) out.push_back(part);
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return out;
+}
+}  // namespace
+
+const std::vector<std::string>& known_variables() {
+  static const std::vector<std::string> names = {
+      "DOMINO_HOST_ID",     "DOMINO_ALGO",       "DOMINO_INTRA_TRANSPORT", "DOMINO_INTER_TRANSPORT",
+      "DOMINO_PRIORITY",    "DOMINO_CHUNK_BYTES", "DOMINO_SHM_BYTES",      "DOMINO_TOPO_FILE",
+      "DOMINO_PLUGIN_PATH", "DOMINO_LOG"};
+  return names;
+}
+
+uint64_t parse_bytes(const std::string& variable, const std::string& value) {
+  const std::string accepted = "a positive byte count such as 4096, 64K, 8M or 1G";
+  size_t digits = 0;
+  while (digits < value.size() && std::isdigit(static_cast<unsigned char>(value[digits]))) ++digits;
+  if (digits == 0 || digits > 15) invalid(variable, value, accepted);
+  uint64_t number = std::stoull(value.substr(0, digits));
+  const std::string suffix = value.substr(digits);
+  uint64_t scale = 1;
+  if (suffix == "k" || suffix == "K" || suffix == "KiB") {
+    scale = 1ull << 10;
+  } else if (suffix == "m" || suffix == "M" || suffix == "MiB") {
+    scale = 1ull << 20;
+  } else if (suffix == "g" || suffix == "G" || suffix == "GiB") {
+    scale = 1ull << 30;
+  } else if (!suffix.empty()) {
+    invalid(variable, value, accepted);
+  }
+  if (number == 0) invalid(variable, value, accepted);
+  return number * scale;
+}
+
+ParsedSettings parse_settings(const std::map<std::string, std::string>& env) {
+  ParsedSettings parsed;
+  Settings& s = parsed.settings;
+  const auto& known = known_variables();
+  for (const auto& [name, value] : env) {
+    if (name.rfind(kPrefix, 0) != 0) continue;
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      parsed.warnings.push_back("unknown variable " + name + " is ignored (known: " + join(known) +
+                                ")");
+      continue;
+    }
+    if (name == "DOMINO_HOST_ID") {
+      if (value.empty()) invalid(name, value, "a non-empty host name");
+      s.host_id = value;
+    } else if (name == "DOMINO_ALGO") {
+      s.algorithm = choose<IntraAlgorithm>(name, value,
+                                           {{"auto", IntraAlgorithm::kAuto},
+                                            {"direct", IntraAlgorithm::kDirect},
+                                            {"rsag", IntraAlgorithm::kReduceScatterAllGather}});
+    } else if (name == "DOMINO_INTRA_TRANSPORT") {
+      s.intra_transport = transport_name(name, value);
+    } else if (name == "DOMINO_INTER_TRANSPORT") {
+      s.inter_transport = transport_name(name, value);
+    } else if (name == "DOMINO_PRIORITY") {
+      s.priority = choose<Priority>(
+          name, value, {{"high", Priority::kHigh}, {"normal", Priority::kNormal}, {"low", Priority::kLow}});
+    } else if (name == "DOMINO_CHUNK_BYTES") {
+      s.chunk_bytes = parse_bytes(name, value);
+    } else if (name == "DOMINO_SHM_BYTES") {
+      s.shm_bytes = parse_bytes(name, value);
+      if (s.shm_bytes < (1ull << 20)) invalid(name, value, "at least 1M");
+    } else if (name == "DOMINO_TOPO_FILE") {
+      if (access(value.c_str(), R_OK) != 0) {
+        invalid(name, value, "the path of a readable hwloc XML file (" +
+                                 std::string(std::strerror(errno)) + ")");
+      }
+      s.topology_file = value;
+    } else if (name == "DOMINO_PLUGIN_PATH") {
+      s.plugin_path = split_path(value);
+    } else if (name == "DOMINO_LOG") {
+      s.log_level = choose<LogLevel>(name, value,
+                                     {{"error", LogLevel::kError},
+                                      {"warn", LogLevel::kWarn},
+                                      {"info", LogLevel::kInfo},
+                                      {"debug", LogLevel::kDebug}});
+    }
+  }
+  return parsed;
+}
+
+std::map<std::string, std::string> domino_environment() {
+  std::map<std::string, std::string> env;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    const char* equals = std::strchr(*entry, '=');
+    if (equals == nullptr || std::strncmp(*entry, kPrefix, std::strlen(kPrefix)) != 0) continue;
+    env.emplace(std::string(*entry, static_cast<size_t>(equals - *entry)), std::string(equals + 1));
+  }
+  return env;
+}
+
+}  // namespace domino

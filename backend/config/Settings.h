@@ -1,0 +1,52 @@
+// Everything a user can configure through DOMINO_* variables, parsed and checked in one place.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace domino {
+
+enum class LogLevel { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3 };
+enum class Priority { kHigh, kNormal, kLow };
+enum class IntraAlgorithm { kAuto, kDirect, kReduceScatterAllGather };
+
+struct Settings {
+  std::string host_id;  // empty: detect
+  IntraAlgorithm algorithm = IntraAlgorithm::kAuto;
+  std::string intra_transport = "auto";
+  std::string inter_transport = "auto";
+  Priority priority = Priority::kNormal;
+  uint64_t chunk_bytes = 0;  // 0: transport default
+  uint64_t shm_bytes = 0;    // 0: transport default
+  std::string topology_file;
+  std::vector<std::string> plugin_path;
+  LogLevel log_level = LogLevel::kWarn;
+};
+
+class ConfigError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+struct ParsedSettings {
+  Settings settings;
+  std::vector<std::string> warnings;  // unknown DOMINO_* names, one sentence each
+};
+
+// Parses the DOMINO_* entries of env. Throws ConfigError naming the variable, the value and the
+// accepted values for anything invalid.
+ParsedSettings parse_settings(const std::map<std::string, std::string>& env);
+
+// The DOMINO_* variables of this process's environment.
+std::map<std::string, std::string> domino_environment();
+
+// Names every recognised variable, for documentation checks and messages.
+const std::vector<std::string>& known_variables();
+
+// "1M", "64k", "4096" -> bytes. Throws ConfigError naming variable for anything else.
+uint64_t parse_bytes(const std::string& variable, const std::string& value);
+
+}  // namespace domino

@@ -1,0 +1,92 @@
+#include "TransformerConfig.h"
+
+#include <stdexcept>
+
+namespace domino::overlap {
+
+namespace {
+[[noreturn]] void reject(const std::string& message) {
+  throw std::invalid_argument("TransformerConfig: " + message);
+}
+
+void require_divisible(const char* field, int64_t value, const char* by_name, int64_t by) {
+  if (by <= 0 || value % by != 0) {
+    reject(std::string(field) + "=" + std::to_string(value) + " is not divisible by " + by_name +
+           "=" + std::to_string(by) + "; pick a " + field + " that is a multiple of " +
+           std::to_string(by));
+  }
+}
+}  // namespace
+
+int64_t TransformerConfig::ffn_size() const {
+  if (ffn_hidden_size > 0) return ffn_hidden_size;
+  if (activation == Activation::kSwiglu) return (8 * hidden_size / 3 + 63) / 64 * 64;
+  return 4 * hidden_size;
+}
+
+void TransformerConfig::validate(int64_t tensor_parallel, int64_t batch_size) const {
+  if (tensor_parallel < 1) reject("tensor-parallel size must be at least 1, got " + std::to_string(tensor_parallel));
+  if (hidden_size <= 0) reject("hidden_size must be positive, got " + std::to_string(hidden_size));
+  if (num_layers <= 0) reject("num_layers must be positive, got " + std::to_string(num_layers));
+  if (num_attention_heads <= 0) {
+    reject("num_attention_heads must be positive, got " + std::to_string(num_attention_heads));
+  }
+  require_divisible("hidden_size", hidden_size, "num_attention_heads", num_attention_heads);
+  require_divisible("num_attention_heads", num_attention_heads, "num_query_groups", query_groups());
+  require_divisible("num_attention_heads", num_attention_heads, "tensor-parallel size", tensor_parallel);
+  require_divisible("num_query_groups", query_groups(), "tensor-parallel size", tensor_parallel);
+  require_divisible("ffn_hidden_size", ffn_size(), "tensor-parallel size", tensor_parallel);
+  if (rotary && head_dim() % 2 != 0) {
+    reject("rotary embeddings need an even head dimension, got " + std::to_string(head_dim()));
+  }
+  if (hidden_dropout < 0 || hidden_dropout >= 1 || attention_dropout < 0 || attention_dropout >= 1) {
+    reject("dropout rates must lie in [0, 1)");
+  }
+  if (micro_batches < 1) reject("micro_batches must be at least 1, got " + std::to_string(micro_batches));
+  if (column_chunks < 1) reject("column_chunks must be at least 1, got " + std::to_string(column_chunks));
+  if (split == Split::kRow && column_chunks != 1) {
+    reject("split=row uses no column chunks; set column_chunks=1 or split=column/2d");
+  }
+  if (split == Split::kColumn && micro_batches != 1) {
+    reject("split=column cuts weights only; set micro_batches=1 or split=row/2d");
+  }
+  if (split != Split::kRow) {
+    require_divisible("ffn_hidden_size / tensor-parallel size", ffn_size() / tensor_parallel,
+                      "column_chunks", column_chunks);
+  }
+  if (batch_size > 0 && micro_batches > batch_size) {
+    reject("micro_batches=" + std::to_string(micro_batches) + " exceeds the batch of " +
+           std::to_string(batch_size) + " sequences; use at most " + std::to_string(batch_size));
+  }
+  if (params_dtype != "float32" && params_dtype != "float64" && params_dtype != "bfloat16" &&
+      params_dtype != "float16") {
+    reject("params_dtype='" + params_dtype + "' is not one of float32, float64, bfloat16, float16");
+  }
+}
+
+Activation parse_activation(const std::string& name) {
+  if (name == "gelu") return Activation::kGelu;
+  if (name == "swiglu") return Activation::kSwiglu;
+  reject("activation='" + name + "' is not one of gelu, swiglu");
+}
+
+Normalization parse_normalization(const std::string& name) {
+  if (name == "layernorm") return Normalization::kLayerNorm;
+  if (name == "rmsnorm") return Normalization::kRmsNorm;
+  reject("normalization='" + name + "' is not one of layernorm, rmsnorm");
+}
+
+Split parse_split(const std::string& name) {
+  if (name == "row") return Split::kRow;
+  if (name == "column") return Split::kColumn;
+  if (name == "2d") return Split::k2d;
+  reject("split='" + name + "' is not one of row, column, 2d");
+}
+
+OverlapScope parse_overlap(const std::string& name) {
+  if (name == "intra") return OverlapScope::kIntra;
+  if (name == "inter") return OverlapScope::kInter;
+  reject("overlap='" + name + "' is not one of intra, inter");
+}
+
+}  // namespace domino::overlap

@@ -1,0 +1,112 @@
+/* The transport plugin ABI: plain C so that a plugin built by another compiler, or years later,
+ * still loads. Built-in transports register through this same table. Bump
+ * DOMINO_PLUGIN_ABI_VERSION on any incompatible change; the loader refuses other versions. */
+#ifndef DOMINO_PLUGIN_H
+#define DOMINO_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DOMINO_PLUGIN_ABI_VERSION 1u
+#define DOMINO_PLUGIN_INIT_SYMBOL "domino_plugin_init"
+
+typedef enum domino_dtype {
+  DOMINO_FLOAT32 = 0,
+  DOMINO_FLOAT64 = 1,
+  DOMINO_FLOAT16 = 2,
+  DOMINO_BFLOAT16 = 3,
+  DOMINO_INT8 = 4,
+  DOMINO_UINT8 = 5,
+  DOMINO_INT32 = 6,
+  DOMINO_INT64 = 7,
+  DOMINO_BOOL = 8,
+  DOMINO_DTYPE_COUNT = 9
+} domino_dtype_t;
+
+typedef enum domino_redop {
+  DOMINO_SUM = 0,
+  DOMINO_AVG = 1,
+  DOMINO_PRODUCT = 2,
+  DOMINO_MIN = 3,
+  DOMINO_MAX = 4,
+  DOMINO_BAND = 5,
+  DOMINO_BOR = 6,
+  DOMINO_BXOR = 7,
+  DOMINO_REDOP_COUNT = 8
+} domino_redop_t;
+
+typedef enum domino_status {
+  DOMINO_OK = 0,
+  DOMINO_ERR_INVALID = 1,  /* bad argument: the caller can fix it */
+  DOMINO_ERR_MISMATCH = 2, /* ranks disagree about the collective; the communicator stays usable */
+  DOMINO_ERR_TIMEOUT = 3,  /* a peer did not arrive in time; the communicator is broken */
+  DOMINO_ERR_PEER = 4,     /* a peer died or aborted; the communicator is broken */
+  DOMINO_ERR_SYSTEM = 5,   /* an OS call failed */
+  DOMINO_ERR_UNSUPPORTED = 6
+} domino_status_t;
+
+/* Device kinds a plugin can move. */
+#define DOMINO_DEVICE_CPU 1u
+#define DOMINO_DEVICE_CUDA 2u
+
+typedef struct domino_buffer {
+  void* ptr;
+  size_t count; /* elements, not bytes */
+  domino_dtype_t dtype;
+  int32_t device; /* -1 for host memory, else the CUDA device ordinal */
+} domino_buffer_t;
+
+/* Key/value rendezvous shared by the ranks of one group (the c10d store in the backend). Keys are
+ * already private to the group. get blocks until the key exists or timeout_ms passes. Both return
+ * 0 on success; on failure they write a message into err. */
+typedef struct domino_bootstrap {
+  void* context;
+  int (*set)(void* context, const char* key, const void* data, size_t size, char* err,
+             size_t err_size);
+  int (*get)(void* context, const char* key, void* data, size_t capacity, size_t* size,
+             int64_t timeout_ms, char* err, size_t err_size);
+} domino_bootstrap_t;
+
+typedef struct domino_comm_config {
+  int32_t rank; /* rank within the communicator */
+  int32_t size;
+  const int64_t* global_ranks; /* size entries, for messages */
+  const char* group_name;      /* for messages */
+  int64_t timeout_ms;          /* how long any rank waits for its peers */
+  uint64_t workspace_bytes;    /* per-communicator staging budget; 0 = plugin default */
+  uint64_t chunk_bytes;        /* pipeline chunk for large messages; 0 = plugin default */
+  uint64_t small_message_bytes; /* at or below: latency-optimal algorithm; 0 = plugin default */
+  const domino_bootstrap_t* bootstrap;
+} domino_comm_config_t;
+
+typedef struct domino_comm domino_comm_t; /* opaque, owned by the plugin */
+
+/* Every function returns a domino_status_t and, on failure, writes a full sentence into err
+ * (err_size bytes, always NUL-terminated). */
+typedef struct domino_plugin_v1 {
+  uint32_t abi_version; /* DOMINO_PLUGIN_ABI_VERSION the plugin was built with */
+  const char* name;     /* what DOMINO_INTRA_TRANSPORT / DOMINO_INTER_TRANSPORT name it by */
+  uint32_t devices;     /* DOMINO_DEVICE_* bits */
+
+  int (*comm_create)(const domino_comm_config_t* config, domino_comm_t** comm, char* err,
+                     size_t err_size);
+  void (*comm_destroy)(domino_comm_t* comm);
+
+  /* In place when send->ptr == recv->ptr. */
+  int (*allreduce)(domino_comm_t* comm, const domino_buffer_t* send, domino_buffer_t* recv,
+                   domino_redop_t op, char* err, size_t err_size);
+  int (*barrier)(domino_comm_t* comm, char* err, size_t err_size);
+} domino_plugin_v1_t;
+
+/* The one symbol a plugin library exports. Returns NULL if it cannot serve abi_version. */
+typedef const domino_plugin_v1_t* (*domino_plugin_init_fn)(uint32_t abi_version);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DOMINO_PLUGIN_H */

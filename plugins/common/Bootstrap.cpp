@@ -1,0 +1,26 @@
+#include "Bootstrap.h"
+
+#include "TransportError.h"
+
+namespace domino {
+
+void Bootstrap::set(const std::string& key, const std::string& value) const {
+  char err[512] = {0};
+  if (table_->set(table_->context, key.c_str(), value.data(), value.size(), err, sizeof err) != 0) {
+    throw TransportError(DOMINO_ERR_SYSTEM, "rendezvous store set('" + key + "') failed: " + err);
+  }
+}
+
+std::string Bootstrap::get(const std::string& key, std::chrono::milliseconds timeout) const {
+  std::string value(4096, '\0');
+  size_t size = 0;
+  char err[512] = {0};
+  if (table_->get(table_->context, key.c_str(), value.data(), value.size(), &size, timeout.count(),
+                  err, sizeof err) != 0) {
+    throw TransportError(DOMINO_ERR_TIMEOUT, "rendezvous store get('" + key + "') failed: " + err);
+  }
+  value.resize(size);
+  return value;
+}
+
+}  // namespace domino

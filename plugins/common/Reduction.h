@@ -1,0 +1,19 @@
+// Element-wise reduction of several same-shaped buffers: the arithmetic every transport shares.
+#pragma once
+
+#include <cstddef>
+
+#include "domino/plugin.h"
+
+namespace domino {
+
+// out[i] = op(inputs[0][i], ..., inputs[n_inputs-1][i]); AVG divides by n_inputs. out may be one
+// of the inputs. 16-bit floats accumulate in float32 and round once. The caller has checked the
+// combination with reduction_unsupported_reason().
+void reduce_buffers(void* out, const void* const* inputs, int n_inputs, size_t count,
+                    domino_dtype_t dtype, domino_redop_t op);
+
+// Which instruction set reduce_buffers dispatched to on this CPU, for the topology report.
+const char* reduction_isa();
+
+}  // namespace domino

@@ -1,0 +1,13 @@
+#include <cstdint>
+#include <type_traits>
+
+#include "domino/plugin.h"
+
+namespace domino::kernels::generic {
+#include "ReductionKernels.inl"
+
+void reduce(void* out, const void* const* in, int n, size_t count, domino_dtype_t dtype,
+            domino_redop_t op) {
+  reduce_dispatch(out, in, n, count, dtype, op);
+}
+}  // namespace domino::kernels::generic

@@ -1,0 +1,175 @@
+// Reduction kernels, written once and compiled per instruction set: each including file wraps
+// this in its own namespace and picks its own -m flags. Plain loops over a block accumulator so
+// the compiler vectorises them.
+
+struct BFloat16Bits {
+  uint16_t bits;
+};
+
+template <class T>
+struct Lane {
+  using Acc = T;
+  static Acc load(T v) { return v; }
+  static T store(Acc v) { return v; }
+};
+
+template <>
+struct Lane<_Float16> {
+  using Acc = float;
+  static Acc load(_Float16 v) { return static_cast<float>(v); }
+  static _Float16 store(Acc v) { return static_cast<_Float16>(v); }
+};
+
+template <>
+struct Lane<BFloat16Bits> {
+  using Acc = float;
+  static Acc load(BFloat16Bits v) {
+    uint32_t u = static_cast<uint32_t>(v.bits) << 16;
+    float f;
+    __builtin_memcpy(&f, &u, sizeof f);
+    return f;
+  }
+  static BFloat16Bits store(Acc f) {
+    uint32_t u;
+    __builtin_memcpy(&u, &f, sizeof u);
+    // Round to nearest even, as torch does; NaN stays a quiet NaN.
+    if ((u & 0x7fffffffu) > 0x7f800000u) return BFloat16Bits{static_cast<uint16_t>((u >> 16) | 0x40u)};
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return BFloat16Bits{static_cast<uint16_t>(u >> 16)};
+  }
+};
+
+// Integer arithmetic wraps like torch's instead of overflowing into undefined behaviour.
+template <class A>
+A wrapping_add(A a, A b) {
+  if constexpr (std::is_integral_v<A>) {
+    using U = std::make_unsigned_t<A>;
+    return static_cast<A>(static_cast<U>(a) + static_cast<U>(b));
+  } else {
+    return a + b;
+  }
+}
+template <class A>
+A wrapping_mul(A a, A b) {
+  if constexpr (std::is_integral_v<A> && sizeof(A) >= sizeof(int)) {
+    using U = std::make_unsigned_t<A>;
+    return static_cast<A>(static_cast<U>(a) * static_cast<U>(b));
+  } else {
+    return static_cast<A>(a * b);
+  }
+}
+
+struct OpSum {
+  template <class A>
+  static A apply(A a, A b) { return wrapping_add(a, b); }
+};
+struct OpProduct {
+  template <class A>
+  static A apply(A a, A b) { return wrapping_mul(a, b); }
+};
+struct OpMin {
+  template <class A>
+  static A apply(A a, A b) { return b < a ? b : a; }
+};
+struct OpMax {
+  template <class A>
+  static A apply(A a, A b) { return a < b ? b : a; }
+};
+struct OpAnd {
+  template <class A>
+  static A apply(A a, A b) { return static_cast<A>(a & b); }
+};
+struct OpOr {
+  template <class A>
+  static A apply(A a, A b) { return static_cast<A>(a | b); }
+};
+struct OpXor {
+  template <class A>
+  static A apply(A a, A b) { return static_cast<A>(a ^ b); }
+};
+
+template <class T, class Op>
+void reduce_typed(void* out_raw, const void* const* inputs_raw, int n, size_t count, bool average) {
+  using L = Lane<T>;
+  using Acc = typename L::Acc;
+  constexpr size_t kBlock = 512;
+  alignas(64) Acc acc[kBlock];
+  T* out = static_cast<T*>(out_raw);
+  for (size_t base = 0; base < count; base += kBlock) {
+    const size_t m = count - base < kBlock ? count - base : kBlock;
+    const T* first = static_cast<const T*>(inputs_raw[0]) + base;
+    for (size_t i = 0; i < m; ++i) acc[i] = L::load(first[i]);
+    for (int k = 1; k < n; ++k) {
+      const T* in = static_cast<const T*>(inputs_raw[k]) + base;
+      for (size_t i = 0; i < m; ++i) acc[i] = Op::apply(acc[i], L::load(in[i]));
+    }
+    if constexpr (std::is_floating_point_v<Acc>) {
+      if (average) {
+        const Acc scale = Acc(1) / static_cast<Acc>(n);
+        for (size_t i = 0; i < m; ++i) acc[i] *= scale;
+      }
+    }
+    for (size_t i = 0; i < m; ++i) out[base + i] = L::store(acc[i]);
+  }
+}
+
+template <class T>
+void reduce_ordered(void* out, const void* const* in, int n, size_t count, domino_redop_t op) {
+  switch (op) {
+    case DOMINO_SUM:
+      return reduce_typed<T, OpSum>(out, in, n, count, false);
+    case DOMINO_AVG:
+      return reduce_typed<T, OpSum>(out, in, n, count, true);
+    case DOMINO_PRODUCT:
+      return reduce_typed<T, OpProduct>(out, in, n, count, false);
+    case DOMINO_MIN:
+      return reduce_typed<T, OpMin>(out, in, n, count, false);
+    case DOMINO_MAX:
+      return reduce_typed<T, OpMax>(out, in, n, count, false);
+    default:
+      return;
+  }
+}
+
+template <class T>
+void reduce_integral(void* out, const void* const* in, int n, size_t count, domino_redop_t op) {
+  switch (op) {
+    case DOMINO_BAND:
+      return reduce_typed<T, OpAnd>(out, in, n, count, false);
+    case DOMINO_BOR:
+      return reduce_typed<T, OpOr>(out, in, n, count, false);
+    case DOMINO_BXOR:
+      return reduce_typed<T, OpXor>(out, in, n, count, false);
+    default:
+      return reduce_ordered<T>(out, in, n, count, op);
+  }
+}
+
+inline void reduce_dispatch(void* out, const void* const* in, int n, size_t count,
+                            domino_dtype_t dtype, domino_redop_t op) {
+  switch (dtype) {
+    case DOMINO_FLOAT32:
+      return reduce_ordered<float>(out, in, n, count, op);
+    case DOMINO_FLOAT64:
+      return reduce_ordered<double>(out, in, n, count, op);
+    case DOMINO_FLOAT16:
+      return reduce_ordered<_Float16>(out, in, n, count, op);
+    case DOMINO_BFLOAT16:
+      return reduce_ordered<BFloat16Bits>(out, in, n, count, op);
+    case DOMINO_INT8:
+      return reduce_integral<int8_t>(out, in, n, count, op);
+    case DOMINO_UINT8:
+      return reduce_integral<uint8_t>(out, in, n, count, op);
+    case DOMINO_INT32:
+      return reduce_integral<int32_t>(out, in, n, count, op);
+    case DOMINO_INT64:
+      return reduce_integral<int64_t>(out, in, n, count, op);
+    case DOMINO_BOOL:
+      // As torch does for bool: SUM is logical or, PRODUCT logical and.
+      if (op == DOMINO_SUM) op = DOMINO_MAX;
+      if (op == DOMINO_PRODUCT) op = DOMINO_MIN;
+      return reduce_integral<uint8_t>(out, in, n, count, op);
+    default:
+      return;
+  }
+}

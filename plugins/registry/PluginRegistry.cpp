@@ -1,0 +1,102 @@
+#include "PluginRegistry.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "../common/TransportError.h"
+#include "../shm/ShmPlugin.h"
+
+namespace domino {
+
+namespace {
+constexpr const char* kPrefix = "libdomino-plugin-";
+constexpr const char* kSuffix = ".so";
+
+[[noreturn]] void reject(const std::string& origin, const std::string& why) {
+  throw TransportError(DOMINO_ERR_INVALID,
+                       "transport plugin " + origin + " was rejected: " + why +
+                           ". Rebuild it against this version's domino/plugin.h or remove it "
+                           "from DOMINO_PLUGIN_PATH.");
+}
+}  // namespace
+
+PluginRegistry::PluginRegistry(const std::vector<std::string>& search_path) {
+  add(domino_shm_plugin(), "built-in");
+  for (const std::string& dir : search_path) {
+    std::error_code ec;
+    if (dir.empty() || !std::filesystem::is_directory(dir, ec)) continue;
+    std::vector<std::string> files;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind(kPrefix, 0) == 0 && name.size() > std::string(kPrefix).size() + 3 &&
+          name.compare(name.size() - 3, 3, kSuffix) == 0) {
+        files.push_back(entry.path().string());
+      }
+    }
+    std::sort(files.begin(), files.end());  // deterministic when two directories disagree
+    for (const std::string& file : files) load_library(file);
+  }
+}
+
+PluginRegistry::~PluginRegistry() {
+  // Libraries stay loaded: communicators created from them may outlive the registry in static
+  // destruction order, and unloading buys nothing at exit.
+}
+
+void PluginRegistry::load_library(const std::string& path) {
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) reject(path, std::string("dlopen failed: ") + dlerror());
+  auto init = reinterpret_cast<domino_plugin_init_fn>(dlsym(handle, DOMINO_PLUGIN_INIT_SYMBOL));
+  if (init == nullptr) {
+    dlclose(handle);
+    reject(path, std::string("it does not export ") + DOMINO_PLUGIN_INIT_SYMBOL);
+  }
+  const domino_plugin_v1_t* plugin = init(DOMINO_PLUGIN_ABI_VERSION);
+  if (plugin == nullptr) {
+    dlclose(handle);
+    reject(path, "it cannot serve plugin ABI version " + std::to_string(DOMINO_PLUGIN_ABI_VERSION));
+  }
+  libraries_.push_back(handle);
+  add(plugin, path);
+}
+
+void PluginRegistry::add(const domino_plugin_v1_t* plugin, const std::string& origin) {
+  if (plugin->abi_version != DOMINO_PLUGIN_ABI_VERSION) {
+    reject(origin, "it was built for ABI version " + std::to_string(plugin->abi_version) +
+                       ", this backend speaks " + std::to_string(DOMINO_PLUGIN_ABI_VERSION));
+  }
+  if (plugin->name == nullptr || plugin->name[0] == '\0') reject(origin, "it has no name");
+  if (plugin->comm_create == nullptr || plugin->comm_destroy == nullptr) {
+    reject(origin, "it lacks comm_create or comm_destroy");
+  }
+  if (find(plugin->name) != nullptr) {
+    reject(origin, std::string("the name '") + plugin->name + "' is already taken by " +
+                       this->origin(plugin->name));
+  }
+  entries_.push_back({plugin, origin});
+}
+
+const domino_plugin_v1_t* PluginRegistry::find(const std::string& name) const {
+  for (const Entry& e : entries_) {
+    if (name == e.plugin->name) return e.plugin;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> PluginRegistry::names() const {
+  std::vector<std::string> out;
+  for (const Entry& e : entries_) out.emplace_back(e.plugin->name);
+  return out;
+}
+
+const std::string& PluginRegistry::origin(const std::string& name) const {
+  static const std::string unknown = "unknown";
+  for (const Entry& e : entries_) {
+    if (name == e.plugin->name) return e.origin;
+  }
+  return unknown;
+}
+
+}  // namespace domino

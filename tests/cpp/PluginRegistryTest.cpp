@@ -1,0 +1,81 @@
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "plugins/common/TransportError.h"
+#include "plugins/registry/Communicator.h"
+#include "plugins/registry/PluginRegistry.h"
+#include "support/FileBootstrap.h"
+
+namespace domino {
+namespace {
+
+TEST(PluginRegistry, SharedMemoryIsBuiltIn) {
+  PluginRegistry registry({});
+  ASSERT_NE(registry.find("shm"), nullptr);
+  EXPECT_EQ(registry.origin("shm"), "built-in");
+  EXPECT_EQ(registry.find("echo"), nullptr);
+}
+
+TEST(PluginRegistry, LoadsAPluginLibraryFromTheSearchPath) {
+  PluginRegistry registry({"/nonexistent", DOMINO_TEST_PLUGIN_DIR});
+  const domino_plugin_v1_t* echo = registry.find("echo");
+  ASSERT_NE(echo, nullptr);
+  EXPECT_NE(registry.origin("echo").find("libdomino-plugin-echo.so"), std::string::npos);
+
+  testing::FileBootstrap bootstrap(testing::make_temp_directory());
+  domino_comm_config_t config{};
+  config.rank = 0;
+  config.size = 1;
+  config.group_name = "unit";
+  config.bootstrap = bootstrap.table();
+  Communicator comm(echo, config);
+  EXPECT_STREQ(comm.transport(), "echo");
+  float in[3] = {1, 2, 3}, out[3] = {0, 0, 0};
+  domino_buffer_t send{in, 3, DOMINO_FLOAT32, -1}, recv{out, 3, DOMINO_FLOAT32, -1};
+  comm.allreduce(send, recv, DOMINO_SUM);
+  EXPECT_EQ(out[2], 3.0f);
+}
+
+TEST(PluginRegistry, PluginErrorsComeBackAsTransportErrors) {
+  PluginRegistry registry({DOMINO_TEST_PLUGIN_DIR});
+  testing::FileBootstrap bootstrap(testing::make_temp_directory());
+  domino_comm_config_t config{};
+  config.rank = 0;
+  config.size = 2;
+  config.bootstrap = bootstrap.table();
+  try {
+    Communicator comm(registry.find("echo"), config);
+    FAIL() << "expected the echo plugin to refuse two ranks";
+  } catch (const TransportError& e) {
+    EXPECT_EQ(e.status(), DOMINO_ERR_UNSUPPORTED);
+    EXPECT_NE(std::string(e.what()).find("only one rank"), std::string::npos) << e.what();
+  }
+}
+
+TEST(PluginRegistry, RejectsALibraryThatIsNotAPlugin) {
+  const std::string dir = testing::make_temp_directory();
+  std::ofstream(dir + "/libdomino-plugin-broken.so") << "not an ELF file";
+  try {
+    PluginRegistry registry({dir});
+    FAIL() << "expected rejection";
+  } catch (const TransportError& e) {
+    EXPECT_NE(std::string(e.what()).find("libdomino-plugin-broken.so"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(PluginRegistry, RejectsWrongAbiVersionsAndDuplicateNames) {
+  PluginRegistry registry({});
+  domino_plugin_v1_t future = *registry.find("shm");
+  future.abi_version = 99;
+  future.name = "future";
+  EXPECT_THROW(registry.add(&future, "test"), TransportError);
+  domino_plugin_v1_t twin = *registry.find("shm");
+  EXPECT_THROW(registry.add(&twin, "test"), TransportError);
+}
+
+}  // namespace
+}  // namespace domino

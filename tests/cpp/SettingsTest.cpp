@@ -1,0 +1,74 @@
+#include <gtest/gtest.h>
+
+#include "config/Settings.h"
+
+namespace domino {
+namespace {
+
+TEST(Settings, EmptyEnvironmentGivesDefaults) {
+  const ParsedSettings parsed = parse_settings({});
+  EXPECT_TRUE(parsed.warnings.empty());
+  EXPECT_EQ(parsed.settings.intra_transport, "auto");
+  EXPECT_EQ(parsed.settings.algorithm, IntraAlgorithm::kAuto);
+  EXPECT_EQ(parsed.settings.shm_bytes, 0u);
+}
+
+TEST(Settings, UnknownDominoVariablesWarnByName) {
+  const ParsedSettings parsed = parse_settings({{"DOMINO_TYPO", "1"}, {"OTHER", "x"}});
+  ASSERT_EQ(parsed.warnings.size(), 1u);
+  EXPECT_NE(parsed.warnings[0].find("DOMINO_TYPO"), std::string::npos);
+}
+
+TEST(Settings, InvalidChoiceNamesVariableValueAndAcceptedValues) {
+  try {
+    parse_settings({{"DOMINO_ALGO", "fastest"}});
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("DOMINO_ALGO"), std::string::npos) << message;
+    EXPECT_NE(message.find("fastest"), std::string::npos) << message;
+    EXPECT_NE(message.find("rsag"), std::string::npos) << message;
+  }
+}
+
+TEST(Settings, ChoicesAreCaseInsensitive) {
+  EXPECT_EQ(parse_settings({{"DOMINO_PRIORITY", "HIGH"}}).settings.priority, Priority::kHigh);
+  EXPECT_EQ(parse_settings({{"DOMINO_LOG", "debug"}}).settings.log_level, LogLevel::kDebug);
+}
+
+TEST(Settings, ByteCountsTakeSuffixes) {
+  EXPECT_EQ(parse_bytes("X", "4096"), 4096u);
+  EXPECT_EQ(parse_bytes("X", "64K"), 64u << 10);
+  EXPECT_EQ(parse_bytes("X", "8M"), 8u << 20);
+  EXPECT_EQ(parse_bytes("X", "1G"), 1ull << 30);
+  EXPECT_THROW(parse_bytes("X", "0"), ConfigError);
+  EXPECT_THROW(parse_bytes("X", "-1"), ConfigError);
+  EXPECT_THROW(parse_bytes("X", "12 MB"), ConfigError);
+  EXPECT_THROW(parse_settings({{"DOMINO_SHM_BYTES", "4K"}}), ConfigError);  // below the minimum
+  EXPECT_EQ(parse_settings({{"DOMINO_SHM_BYTES", "16M"}}).settings.shm_bytes, 16u << 20);
+}
+
+TEST(Settings, TransportNamesMustBePlainWords) {
+  EXPECT_EQ(parse_settings({{"DOMINO_INTRA_TRANSPORT", "shm"}}).settings.intra_transport, "shm");
+  EXPECT_THROW(parse_settings({{"DOMINO_INTER_TRANSPORT", "../evil"}}), ConfigError);
+  EXPECT_THROW(parse_settings({{"DOMINO_HOST_ID", ""}}), ConfigError);
+}
+
+TEST(Settings, TopologyFileMustBeReadable) {
+  EXPECT_THROW(parse_settings({{"DOMINO_TOPO_FILE", "/nonexistent/topo.xml"}}), ConfigError);
+}
+
+TEST(Settings, PluginPathSplitsOnColons) {
+  const auto s = parse_settings({{"DOMINO_PLUGIN_PATH", "/a::/b:"}}).settings;
+  EXPECT_EQ(s.plugin_path, (std::vector<std::string>{"/a", "/b"}));
+}
+
+TEST(Settings, EveryKnownVariableIsAccepted) {
+  for (const auto& name : known_variables()) {
+    EXPECT_EQ(name.rfind("DOMINO_", 0), 0u) << name;
+  }
+  EXPECT_EQ(known_variables().size(), 10u);
+}
+
+}  // namespace
+}  // namespace domino
