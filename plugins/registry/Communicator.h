@@ -1,8 +1,9 @@
 // A communicator of one transport plugin, owned in C++: calls through the ABI table and turns
-// status codes back into TransportError.
+// status codes back into TransportError. Not thread-safe per operation family: the backend calls
+// collectives from one thread, sends from one and receives from one.
 #pragma once
 
-#include <memory>
+#include <cstdint>
 #include <string>
 
 #include "domino/plugin.h"
@@ -20,9 +21,23 @@ class Communicator {
 
   void allreduce(const domino_buffer_t& send, domino_buffer_t& recv, domino_redop_t op);
   void barrier();
+  void broadcast(domino_buffer_t& buffer, int root);
+  void reduce(const domino_buffer_t& send, domino_buffer_t& recv, domino_redop_t op, int root);
+  void allgather(const domino_buffer_t& send, domino_buffer_t& recv);
+  void reduce_scatter(const domino_buffer_t& send, domino_buffer_t& recv, domino_redop_t op);
+  void gather(const domino_buffer_t& send, domino_buffer_t& recv, int root);
+  void scatter(const domino_buffer_t& send, domino_buffer_t& recv, int root);
+  void alltoall(const domino_buffer_t& send, const uint64_t* send_counts, const uint64_t* send_offsets,
+                domino_buffer_t& recv, const uint64_t* recv_counts, const uint64_t* recv_offsets);
+  void send(const domino_buffer_t& buffer, int peer, int tag);
+  // peer < 0: any source. Returns the sender.
+  int recv(domino_buffer_t& buffer, int peer, int tag);
 
  private:
-  void check(int status, const char* err, const char* op) const;
+  // Calls entry (a member of the ABI table) with the communicator, the arguments and an error
+  // buffer; throws TransportError with the plugin's message on failure.
+  template <class Entry, class... Args>
+  void call(Entry entry, const char* op, Args... args);
 
   const domino_plugin_v1_t* plugin_;
   domino_comm_t* comm_ = nullptr;

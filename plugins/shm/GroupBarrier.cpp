@@ -1,41 +1,12 @@
 #include "GroupBarrier.h"
 
-#include <linux/futex.h>
-#include <sched.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
-#include <climits>
 #include <cstring>
 #include <fstream>
-#include <thread>
 
 #include "../common/TransportError.h"
 
 namespace domino::shm {
 
-namespace {
-using Clock = std::chrono::steady_clock;
-
-void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, std::chrono::nanoseconds timeout) {
-  timespec ts{static_cast<time_t>(timeout.count() / 1000000000),
-              static_cast<long>(timeout.count() % 1000000000)};
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, expected, &ts, nullptr, 0);
-}
-
-void futex_wake_all(std::atomic<uint32_t>* word) {
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
-}
-
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
-
-// A killed rank stays a zombie until its parent reaps it, so look at its state, not just its pid.
 bool process_alive(int32_t pid) {
   if (pid <= 0) return true;  // not yet attached: cannot tell, assume alive
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
@@ -46,7 +17,6 @@ bool process_alive(int32_t pid) {
   const char state = line[close_paren + 2];
   return state != 'Z' && state != 'X';
 }
-}  // namespace
 
 GroupBarrier::GroupBarrier(SegmentHeader* header, int rank, int size, std::string group_label)
     : header_(header),
@@ -81,8 +51,8 @@ void GroupBarrier::mark_broken(const std::string& reason) {
     std::memcpy(header_->broken_reason, reason.data(), n);
     header_->broken_reason[n] = '\0';
   }
-  header_->wake_epoch.fetch_add(1);
-  futex_wake_all(&header_->wake_epoch);
+  notify(header_->barrier_word);
+  for (int r = 0; r < size_; ++r) notify(ranks_[r].mailbox);
 }
 
 void GroupBarrier::fail(domino_status_t status, const std::string& message) {
@@ -90,66 +60,55 @@ void GroupBarrier::fail(domino_status_t status, const std::string& message) {
   throw TransportError(status, message);
 }
 
+void GroupBarrier::check_health(std::chrono::steady_clock::time_point now, Deadline deadline,
+                                const std::string& what_waits, int peer) {
+  if (broken()) {
+    throw TransportError(DOMINO_ERR_PEER, what_waits + " on " + group_label_ +
+                                              " aborted because another rank failed: " +
+                                              header_->broken_reason);
+  }
+  if (peer >= 0 && !process_alive(ranks_[peer].pid.load())) {
+    fail(DOMINO_ERR_PEER, what_waits + " on " + group_label_ + ": rank " + std::to_string(peer) +
+                              " (pid " + std::to_string(ranks_[peer].pid.load()) +
+                              ") exited. The group cannot continue; destroy it and restart the job.");
+  }
+  if (now >= deadline) {
+    fail(DOMINO_ERR_TIMEOUT, what_waits + " on " + group_label_ + " timed out" +
+                                 (peer >= 0 ? " waiting for rank " + std::to_string(peer) : "") +
+                                 ". Check that the peer issues the matching operation, or raise "
+                                 "the group's timeout.");
+  }
+}
+
 void GroupBarrier::arrive_and_wait(uint64_t phase, Deadline deadline, const char* op_name) {
   ranks_[rank_].arrived_phase.store(phase, std::memory_order_release);
   const uint64_t target = phase * static_cast<uint64_t>(size_);
   if (header_->arrivals.fetch_add(1) + 1 == target) {
-    header_->wake_epoch.fetch_add(1);
-    if (header_->sleepers.load() > 0) futex_wake_all(&header_->wake_epoch);
+    notify(header_->barrier_word);
     return;
   }
-
-  // Spinning only pays while every rank has a core of its own.
-  static const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  const bool spin = static_cast<unsigned>(size_) <= cores;
-  const auto start = Clock::now();
-  if (spin) {
-    for (int i = 0; i < 4096; ++i) {
-      if (all_arrived(phase)) return;
-      cpu_relax();
-    }
-  }
-  while (Clock::now() - start < std::chrono::microseconds(100)) {
-    if (all_arrived(phase)) return;
-    sched_yield();
-  }
-
-  auto next_health_check = Clock::now() + std::chrono::milliseconds(100);
-  while (true) {
-    const uint32_t epoch = header_->wake_epoch.load();
-    header_->sleepers.fetch_add(1);
-    if (all_arrived(phase)) {
-      header_->sleepers.fetch_sub(1);
-      return;
-    }
-    if (header_->broken.load() == 0) futex_wait(&header_->wake_epoch, epoch, std::chrono::milliseconds(20));
-    header_->sleepers.fetch_sub(1);
-    if (all_arrived(phase)) return;
-
-    if (header_->broken.load() != 0) {
-      throw TransportError(DOMINO_ERR_PEER, std::string(op_name) + " on " + group_label_ +
-                                                " aborted because another rank failed: " +
-                                                header_->broken_reason);
-    }
-    const auto now = Clock::now();
-    if (now >= deadline || now >= next_health_check) {
-      bool any_dead = false;
-      const std::string absent = absent_ranks(phase, &any_dead);
-      if (any_dead) {
-        fail(DOMINO_ERR_PEER, std::string(op_name) + " on " + group_label_ + ": rank(s) " +
-                                  absent +
-                                  " exited before reaching it. The group cannot continue; "
-                                  "destroy it and restart the job.");
-      }
-      if (now >= deadline) {
-        fail(DOMINO_ERR_TIMEOUT,
-             std::string(op_name) + " on " + group_label_ + " timed out: rank(s) " + absent +
-                 " never reached it. Check that every rank issues the same collectives in the "
-                 "same order, or raise the group's timeout.");
-      }
-      next_health_check = now + std::chrono::milliseconds(100);
-    }
-  }
+  wait_for([&] { return all_arrived(phase); }, header_->barrier_word, spinning_pays(size_),
+           [&](std::chrono::steady_clock::time_point now) {
+             if (broken()) {
+               throw TransportError(DOMINO_ERR_PEER, std::string(op_name) + " on " + group_label_ +
+                                                         " aborted because another rank failed: " +
+                                                         header_->broken_reason);
+             }
+             bool any_dead = false;
+             const std::string absent = absent_ranks(phase, &any_dead);
+             if (any_dead) {
+               fail(DOMINO_ERR_PEER, std::string(op_name) + " on " + group_label_ + ": rank(s) " +
+                                         absent +
+                                         " exited before reaching it. The group cannot continue; "
+                                         "destroy it and restart the job.");
+             }
+             if (now >= deadline) {
+               fail(DOMINO_ERR_TIMEOUT,
+                    std::string(op_name) + " on " + group_label_ + " timed out: rank(s) " + absent +
+                        " never reached it. Check that every rank issues the same collectives in "
+                        "the same order, or raise the group's timeout.");
+             }
+           });
 }
 
 }  // namespace domino::shm

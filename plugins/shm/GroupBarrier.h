@@ -1,6 +1,6 @@
-// The rendezvous every shared-memory step goes through: spin briefly, yield, then sleep on a futex
-// so that 8 ranks on 2 cores still make progress. While asleep it watches the clock, the group's
-// broken flag and whether the ranks it waits for are still alive, so it never hangs.
+// The rendezvous every collective round goes through (see WaitWord.h for how it sleeps). While
+// waiting it watches the deadline, the group's broken flag and whether the ranks it waits for are
+// alive, so it never hangs; on failure it marks the group broken so peers give up too.
 #pragma once
 
 #include <chrono>
@@ -11,8 +11,6 @@
 
 namespace domino::shm {
 
-using Deadline = std::chrono::steady_clock::time_point;
-
 class GroupBarrier {
  public:
   GroupBarrier(SegmentHeader* header, int rank, int size, std::string group_label);
@@ -21,8 +19,14 @@ class GroupBarrier {
   // a dead or failed peer it marks the group broken and throws TransportError naming the ranks.
   void arrive_and_wait(uint64_t phase, Deadline deadline, const char* op_name);
 
+  // Throws if the group was marked broken or `peers` (or, with peer < 0, nobody in particular)
+  // died, or the deadline passed. what_waits names the operation for messages.
+  void check_health(std::chrono::steady_clock::time_point now, Deadline deadline,
+                    const std::string& what_waits, int peer) ;
+
   // Tells peers waiting on this group to give up, with why.
   void mark_broken(const std::string& reason);
+  bool broken() const { return header_->broken.load() != 0; }
 
  private:
   bool all_arrived(uint64_t phase) const;
@@ -35,5 +39,8 @@ class GroupBarrier {
   int size_;
   std::string group_label_;
 };
+
+// A killed rank stays a zombie until its parent reaps it, so this looks at its state too.
+bool process_alive(int32_t pid);
 
 }  // namespace domino::shm

@@ -1,14 +1,17 @@
-// What lives at the start of a group's shared segment. Everything a peer reads concurrently is an
-// atomic on its own cache line; payload slots follow, page-aligned.
+// What lives in a group's shared segment, in order: the header, one control block per rank, the
+// collective payload slots (two per rank, by round parity), then one point-to-point channel per
+// ordered pair of ranks. Everything peers touch concurrently sits on its own cache line.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 
+#include "WaitWord.h"
+
 namespace domino::shm {
 
-constexpr uint64_t kSegmentMagic = 0x444f4d494e4f3031ull;  // "DOMINO01"
+constexpr uint64_t kSegmentMagic = 0x444f4d494e4f3032ull;  // "DOMINO02"
 constexpr size_t kCacheLine = 64;
 constexpr size_t kPage = 4096;
 
@@ -25,19 +28,27 @@ struct OpDescriptor {
 struct alignas(kCacheLine) RankControl {
   std::atomic<uint64_t> arrived_phase;  // the last barrier phase this rank reached
   std::atomic<int32_t> pid;
-  OpDescriptor descriptor[2];  // indexed by buffer parity
+  OpDescriptor descriptor[2];  // indexed by round parity
+  WaitWord mailbox;            // bumped by any point-to-point progress that concerns this rank
+};
+
+// Sender -> receiver byte stream; the ring follows the control line.
+struct alignas(kCacheLine) ChannelControl {
+  std::atomic<uint64_t> written;
+  alignas(kCacheLine) std::atomic<uint64_t> read;
 };
 
 struct alignas(kCacheLine) SegmentHeader {
   uint64_t magic;
   int32_t size;
-  uint32_t parity_count;
+  uint32_t reserved;
   uint64_t slot_bytes;
   uint64_t payload_offset;
+  uint64_t channel_offset;
+  uint64_t channel_bytes;  // ring bytes per channel
 
   alignas(kCacheLine) std::atomic<uint64_t> arrivals;  // total barrier arrivals, all ranks
-  alignas(kCacheLine) std::atomic<uint32_t> wake_epoch;  // futex word
-  std::atomic<uint32_t> sleepers;
+  WaitWord barrier_word;
   alignas(kCacheLine) std::atomic<uint32_t> broken;  // a rank gave up; nobody should wait on it
   char broken_reason[480];
 };
@@ -53,5 +64,7 @@ inline size_t control_bytes(int size) {
 inline RankControl* rank_controls(SegmentHeader* header) {
   return reinterpret_cast<RankControl*>(header + 1);
 }
+
+inline size_t channel_stride(size_t ring_bytes) { return sizeof(ChannelControl) + ring_bytes; }
 
 }  // namespace domino::shm

@@ -17,6 +17,7 @@ namespace {
 constexpr uint64_t kDefaultWorkspaceBytesPerRank = 4ull << 20;
 constexpr uint64_t kMinSlotBytes = 64ull << 10;
 constexpr uint64_t kDefaultSmallMessageBytes = 32ull << 10;
+constexpr uint64_t kChannelBytes = 128ull << 10;
 constexpr size_t kSliceAlignBytes = 64;
 
 std::string label_for(const domino_comm_config_t& c) {
@@ -37,6 +38,14 @@ std::pair<size_t, size_t> slice_of(size_t count, int parts, int index, size_t el
   const size_t lo = std::min(count, per * static_cast<size_t>(index));
   return {lo, std::min(count, lo + per)};
 }
+
+size_t rounds_for(size_t count, size_t per_round) {
+  return per_round == 0 ? 1 : (count + per_round - 1) / per_round;
+}
+
+[[noreturn]] void invalid(const std::string& message) {
+  throw TransportError(DOMINO_ERR_INVALID, message);
+}
 }  // namespace
 
 ShmCommunicator::ShmCommunicator(const domino_comm_config_t& config)
@@ -47,9 +56,7 @@ ShmCommunicator::ShmCommunicator(const domino_comm_config_t& config)
       small_message_bytes_(config.small_message_bytes > 0 ? config.small_message_bytes
                                                           : kDefaultSmallMessageBytes) {
   if (size_ < 1 || rank_ < 0 || rank_ >= size_) {
-    throw TransportError(DOMINO_ERR_INVALID, "shm: rank " + std::to_string(rank_) +
-                                                 " is outside a group of size " +
-                                                 std::to_string(size_));
+    invalid("shm: rank " + std::to_string(rank_) + " is outside a group of size " + std::to_string(size_));
   }
   const uint64_t workspace = config.workspace_bytes > 0
                                  ? config.workspace_bytes
@@ -62,13 +69,16 @@ ShmCommunicator::ShmCommunicator(const domino_comm_config_t& config)
     if (config.chunk_bytes > 0) slot = std::min<uint64_t>(slot, config.chunk_bytes);
     slot_bytes_ = std::max<uint64_t>(kMinSlotBytes, slot / kPage * kPage);
     const size_t payload_offset = control_bytes(size_);
-    const size_t total = payload_offset + 2 * static_cast<size_t>(size_) * slot_bytes_;
+    const size_t channel_offset = payload_offset + 2 * static_cast<size_t>(size_) * slot_bytes_;
+    const size_t channels = size_ > 1 ? static_cast<size_t>(size_) * static_cast<size_t>(size_) : 0;
+    const size_t total = channel_offset + channels * channel_stride(kChannelBytes);
     segment_ = SharedSegment::create(total, "g" + std::to_string(size_));
     header_ = new (segment_.data()) SegmentHeader();
     header_->size = size_;
-    header_->parity_count = 2;
     header_->slot_bytes = slot_bytes_;
     header_->payload_offset = payload_offset;
+    header_->channel_offset = channel_offset;
+    header_->channel_bytes = kChannelBytes;
     for (int r = 0; r < size_; ++r) new (&rank_controls(header_)[r]) RankControl();
     header_->magic = kSegmentMagic;
     if (size_ > 1) {
@@ -83,13 +93,14 @@ ShmCommunicator::ShmCommunicator(const domino_comm_config_t& config)
     if (header_->magic != kSegmentMagic || header_->size != size_) {
       throw TransportError(DOMINO_ERR_SYSTEM,
                            "shm: the segment received for " + group_label_ +
-                               " does not match this group (size " +
-                               std::to_string(header_->size) + "); ranks disagree on the group");
+                               " does not match this group (size " + std::to_string(header_->size) +
+                               "); ranks disagree on the group or run different domino versions");
     }
     slot_bytes_ = header_->slot_bytes;
   }
   rank_controls(header_)[rank_].pid.store(static_cast<int32_t>(getpid()));
   barrier_.emplace(header_, rank_, size_, group_label_);
+  p2p_.emplace(header_, rank_, size_, &*barrier_, group_label_, timeout_);
   inputs_.resize(static_cast<size_t>(size_));
   meet("shared memory set-up", until);
 }
@@ -100,22 +111,42 @@ const char* ShmCommunicator::op_name(uint32_t op) {
       return "barrier";
     case Op::kAllreduce:
       return "allreduce";
+    case Op::kReduce:
+      return "reduce";
+    case Op::kBroadcast:
+      return "broadcast";
+    case Op::kAllgather:
+      return "allgather";
+    case Op::kReduceScatter:
+      return "reduce_scatter";
+    case Op::kGather:
+      return "gather";
+    case Op::kScatter:
+      return "scatter";
+    case Op::kAlltoall:
+      return "alltoall";
   }
   return "unknown collective";
 }
 
-char* ShmCommunicator::slot(uint32_t parity, int rank) const {
+char* ShmCommunicator::slot(int rank) const {
   return static_cast<char*>(segment_.data()) + header_->payload_offset +
-         (static_cast<size_t>(parity) * static_cast<size_t>(size_) + static_cast<size_t>(rank)) *
+         (static_cast<size_t>(parity_) * static_cast<size_t>(size_) + static_cast<size_t>(rank)) *
              slot_bytes_;
 }
 
 void ShmCommunicator::check_usable(const char* op) const {
   if (!broken_reason_.empty()) {
     throw TransportError(DOMINO_ERR_PEER, std::string(op) + " on " + group_label_ +
-                                              " refused: the group broke earlier (" +
-                                              broken_reason_ +
+                                              " refused: the group broke earlier (" + broken_reason_ +
                                               "). Destroy the process group and create a new one.");
+  }
+}
+
+void ShmCommunicator::check_root(const char* op, int root) const {
+  if (root < 0 || root >= size_) {
+    invalid(std::string(op) + " on " + group_label_ + ": root " + std::to_string(root) +
+            " is not a rank of this group of " + std::to_string(size_));
   }
 }
 
@@ -128,12 +159,19 @@ void ShmCommunicator::meet(const char* op, Deadline until) {
   }
 }
 
+OpDescriptor ShmCommunicator::describe_call(Op op, const domino_buffer_t& buffer, domino_redop_t redop,
+                                            int root, uint64_t count) {
+  check_usable(op_name(static_cast<uint32_t>(op)));
+  return OpDescriptor{static_cast<uint32_t>(op), static_cast<uint32_t>(buffer.dtype),
+                      static_cast<uint32_t>(redop), root, count, ++sequence_};
+}
+
 std::string ShmCommunicator::describe(const OpDescriptor& d) const {
-  std::string s = op_name(d.op);
-  if (static_cast<Op>(d.op) == Op::kBarrier) return s + " #" + std::to_string(d.sequence);
-  s += " #" + std::to_string(d.sequence) + " of " + std::to_string(d.count) + " x " +
-       dtype_name(static_cast<domino_dtype_t>(d.dtype));
-  if (static_cast<Op>(d.op) == Op::kAllreduce) {
+  std::string s = std::string(op_name(d.op)) + " #" + std::to_string(d.sequence);
+  const auto op = static_cast<Op>(d.op);
+  if (op == Op::kBarrier) return s;
+  s += " of " + std::to_string(d.count) + " x " + dtype_name(static_cast<domino_dtype_t>(d.dtype));
+  if (op == Op::kAllreduce || op == Op::kReduce || op == Op::kReduceScatter) {
     s += std::string(" ") + redop_name(static_cast<domino_redop_t>(d.redop));
   }
   if (d.root >= 0) s += " root " + std::to_string(d.root);
@@ -155,70 +193,320 @@ void ShmCommunicator::open_round(const OpDescriptor& mine, const char* op, Deadl
   }
   close_round();  // every rank saw the same descriptors, so all leave this round together
   throw TransportError(DOMINO_ERR_MISMATCH,
-                       std::string(op) + " on " + group_label_ +
-                           ": ranks disagree on the collective:" + calls +
+                       std::string(op) + " on " + group_label_ + ": ranks disagree on the collective:" +
+                           calls +
                            "\nEvery rank must issue the same collectives in the same order, with "
                            "the same sizes, dtypes and ops.");
 }
 
+template <class Fill, class Drain>
+void ShmCommunicator::run_rounds(Op op, const OpDescriptor& mine, size_t rounds, Fill&& fill,
+                                 Drain&& drain) {
+  const char* name = op_name(static_cast<uint32_t>(op));
+  const Deadline until = deadline();
+  rounds = std::max<size_t>(rounds, 1);
+  for (size_t round = 0; round < rounds; ++round) {
+    fill(round);
+    if (round == 0) {
+      open_round(mine, name, until);
+    } else {
+      meet(name, until);
+    }
+    drain(round);
+    close_round();
+  }
+}
+
 void ShmCommunicator::barrier() {
-  check_usable("barrier");
-  OpDescriptor mine{static_cast<uint32_t>(Op::kBarrier), 0, 0, -1, 0, ++sequence_};
-  open_round(mine, "barrier", deadline());
-  close_round();
+  const OpDescriptor mine = describe_call(Op::kBarrier, domino_buffer_t{}, DOMINO_SUM, -1, 0);
+  run_rounds(Op::kBarrier, mine, 1, [](size_t) {}, [](size_t) {});
 }
 
 void ShmCommunicator::allreduce(const domino_buffer_t& send, const domino_buffer_t& recv,
                                 domino_redop_t op) {
-  check_usable("allreduce");
+  reduce_to(send, recv, op, -1, Op::kAllreduce);
+}
+
+void ShmCommunicator::reduce(const domino_buffer_t& send, const domino_buffer_t& recv,
+                             domino_redop_t op, int root) {
+  check_root("reduce", root);
+  reduce_to(send, recv, op, root, Op::kReduce);
+}
+
+void ShmCommunicator::reduce_to(const domino_buffer_t& send, const domino_buffer_t& recv,
+                                domino_redop_t op, int root, Op kind) {
+  const char* name = op_name(static_cast<uint32_t>(kind));
   const std::string unsupported = reduction_unsupported_reason(send.dtype, op);
-  if (!unsupported.empty()) {
-    throw TransportError(DOMINO_ERR_INVALID, "allreduce on " + group_label_ + ": " + unsupported);
-  }
-  if (send.count != recv.count || send.dtype != recv.dtype) {
-    throw TransportError(DOMINO_ERR_INVALID,
-                         "allreduce on " + group_label_ + ": input has " +
-                             std::to_string(send.count) + " elements but output has " +
-                             std::to_string(recv.count));
+  if (!unsupported.empty()) invalid(std::string(name) + " on " + group_label_ + ": " + unsupported);
+  const bool receives = root < 0 || root == rank_;
+  if (receives && (send.count != recv.count || send.dtype != recv.dtype)) {
+    invalid(std::string(name) + " on " + group_label_ + ": input has " + std::to_string(send.count) +
+            " elements but output has " + std::to_string(recv.count));
   }
   const size_t element = dtype_size(send.dtype);
   const size_t count = send.count;
   const auto* in = static_cast<const char*>(send.ptr);
   auto* out = static_cast<char*>(recv.ptr);
-  const OpDescriptor mine{static_cast<uint32_t>(Op::kAllreduce), static_cast<uint32_t>(send.dtype),
-                          static_cast<uint32_t>(op), -1, count, ++sequence_};
-  const Deadline until = deadline();
+  const OpDescriptor mine = describe_call(kind, send, op, root, count);
 
   if (count * element <= std::min(small_message_bytes_, slot_bytes_)) {
-    std::memcpy(slot(parity_, rank_), in, count * element);
-    open_round(mine, "allreduce", until);
-    for (int r = 0; r < size_; ++r) inputs_[static_cast<size_t>(r)] = slot(parity_, r);
-    reduce_buffers(out, inputs_.data(), size_, count, send.dtype, op);
-    close_round();
+    run_rounds(
+        kind, mine, 1, [&](size_t) { std::memcpy(slot(rank_), in, count * element); },
+        [&](size_t) {
+          if (!receives) return;
+          for (int r = 0; r < size_; ++r) inputs_[static_cast<size_t>(r)] = slot(r);
+          reduce_buffers(out, inputs_.data(), size_, count, send.dtype, op);
+        });
     return;
   }
 
-  const size_t chunk_elements = slot_bytes_ / element;
-  bool first = true;
-  for (size_t offset = 0; offset < count; offset += chunk_elements) {
-    const size_t n = std::min(chunk_elements, count - offset);
-    std::memcpy(slot(parity_, rank_), in + offset * element, n * element);
-    if (first) {
-      open_round(mine, "allreduce", until);
-      first = false;
-    } else {
-      meet("allreduce", until);
+  const size_t chunk = slot_bytes_ / element;
+  const Deadline until = deadline();
+  run_rounds(
+      kind, mine, rounds_for(count, chunk),
+      [&](size_t round) {
+        const size_t offset = round * chunk;
+        std::memcpy(slot(rank_), in + offset * element, std::min(chunk, count - offset) * element);
+      },
+      [&](size_t round) {
+        const size_t offset = round * chunk;
+        const size_t n = std::min(chunk, count - offset);
+        const auto [lo, hi] = slice_of(n, size_, rank_, element);
+        for (int r = 0; r < size_; ++r) inputs_[static_cast<size_t>(r)] = slot(r) + lo * element;
+        reduce_buffers(slot(rank_) + lo * element, inputs_.data(), size_, hi - lo, send.dtype, op);
+        meet(name, until);
+        if (!receives) return;
+        for (int r = 0; r < size_; ++r) {
+          const auto [rlo, rhi] = slice_of(n, size_, r, element);
+          std::memcpy(out + (offset + rlo) * element, slot(r) + rlo * element, (rhi - rlo) * element);
+        }
+      });
+}
+
+void ShmCommunicator::broadcast(const domino_buffer_t& buffer, int root) {
+  check_root("broadcast", root);
+  const size_t element = dtype_size(buffer.dtype);
+  const size_t count = buffer.count;
+  auto* data = static_cast<char*>(buffer.ptr);
+  const size_t chunk = slot_bytes_ / element;
+  const OpDescriptor mine = describe_call(Op::kBroadcast, buffer, DOMINO_SUM, root, count);
+  run_rounds(
+      Op::kBroadcast, mine, rounds_for(count, chunk),
+      [&](size_t round) {
+        if (rank_ != root || count == 0) return;
+        const size_t offset = round * chunk;
+        std::memcpy(slot(rank_), data + offset * element, std::min(chunk, count - offset) * element);
+      },
+      [&](size_t round) {
+        if (rank_ == root || count == 0) return;
+        const size_t offset = round * chunk;
+        std::memcpy(data + offset * element, slot(root), std::min(chunk, count - offset) * element);
+      });
+}
+
+void ShmCommunicator::allgather(const domino_buffer_t& send, const domino_buffer_t& recv) {
+  if (recv.count != send.count * static_cast<size_t>(size_) || recv.dtype != send.dtype) {
+    invalid("allgather on " + group_label_ + ": output has " + std::to_string(recv.count) +
+            " elements but needs input (" + std::to_string(send.count) + ") x " +
+            std::to_string(size_) + " ranks");
+  }
+  const size_t element = dtype_size(send.dtype);
+  const size_t count = send.count;
+  const auto* in = static_cast<const char*>(send.ptr);
+  auto* out = static_cast<char*>(recv.ptr);
+  const size_t chunk = slot_bytes_ / element;
+  const OpDescriptor mine = describe_call(Op::kAllgather, send, DOMINO_SUM, -1, count);
+  run_rounds(
+      Op::kAllgather, mine, rounds_for(count, chunk),
+      [&](size_t round) {
+        if (count == 0) return;
+        const size_t offset = round * chunk;
+        std::memcpy(slot(rank_), in + offset * element, std::min(chunk, count - offset) * element);
+      },
+      [&](size_t round) {
+        if (count == 0) return;
+        const size_t offset = round * chunk;
+        const size_t n = std::min(chunk, count - offset);
+        for (int r = 0; r < size_; ++r) {
+          std::memcpy(out + (static_cast<size_t>(r) * count + offset) * element, slot(r), n * element);
+        }
+      });
+}
+
+void ShmCommunicator::reduce_scatter(const domino_buffer_t& send, const domino_buffer_t& recv,
+                                     domino_redop_t op) {
+  const std::string unsupported = reduction_unsupported_reason(send.dtype, op);
+  if (!unsupported.empty()) invalid("reduce_scatter on " + group_label_ + ": " + unsupported);
+  if (send.count != recv.count * static_cast<size_t>(size_) || recv.dtype != send.dtype) {
+    invalid("reduce_scatter on " + group_label_ + ": input has " + std::to_string(send.count) +
+            " elements but needs output (" + std::to_string(recv.count) + ") x " +
+            std::to_string(size_) + " ranks");
+  }
+  const size_t element = dtype_size(send.dtype);
+  const size_t count = recv.count;  // per rank
+  const auto* in = static_cast<const char*>(send.ptr);
+  auto* out = static_cast<char*>(recv.ptr);
+  const size_t chunk = slot_bytes_ / element / static_cast<size_t>(size_);
+  const OpDescriptor mine = describe_call(Op::kReduceScatter, send, op, -1, count);
+  run_rounds(
+      Op::kReduceScatter, mine, rounds_for(count, chunk),
+      [&](size_t round) {
+        if (count == 0) return;
+        const size_t offset = round * chunk;
+        const size_t n = std::min(chunk, count - offset);
+        for (int r = 0; r < size_; ++r) {
+          std::memcpy(slot(rank_) + static_cast<size_t>(r) * chunk * element,
+                      in + (static_cast<size_t>(r) * count + offset) * element, n * element);
+        }
+      },
+      [&](size_t round) {
+        if (count == 0) return;
+        const size_t offset = round * chunk;
+        const size_t n = std::min(chunk, count - offset);
+        for (int r = 0; r < size_; ++r) {
+          inputs_[static_cast<size_t>(r)] = slot(r) + static_cast<size_t>(rank_) * chunk * element;
+        }
+        reduce_buffers(out + offset * element, inputs_.data(), size_, n, send.dtype, op);
+      });
+}
+
+void ShmCommunicator::gather(const domino_buffer_t& send, const domino_buffer_t& recv, int root) {
+  check_root("gather", root);
+  if (rank_ == root && recv.count != send.count * static_cast<size_t>(size_)) {
+    invalid("gather on " + group_label_ + ": the root's output has " + std::to_string(recv.count) +
+            " elements but needs input (" + std::to_string(send.count) + ") x " +
+            std::to_string(size_) + " ranks");
+  }
+  const size_t element = dtype_size(send.dtype);
+  const size_t count = send.count;
+  const auto* in = static_cast<const char*>(send.ptr);
+  auto* out = static_cast<char*>(recv.ptr);
+  const size_t chunk = slot_bytes_ / element;
+  const OpDescriptor mine = describe_call(Op::kGather, send, DOMINO_SUM, root, count);
+  run_rounds(
+      Op::kGather, mine, rounds_for(count, chunk),
+      [&](size_t round) {
+        if (count == 0) return;
+        const size_t offset = round * chunk;
+        std::memcpy(slot(rank_), in + offset * element, std::min(chunk, count - offset) * element);
+      },
+      [&](size_t round) {
+        if (rank_ != root || count == 0) return;
+        const size_t offset = round * chunk;
+        const size_t n = std::min(chunk, count - offset);
+        for (int r = 0; r < size_; ++r) {
+          std::memcpy(out + (static_cast<size_t>(r) * count + offset) * element, slot(r), n * element);
+        }
+      });
+}
+
+void ShmCommunicator::scatter(const domino_buffer_t& send, const domino_buffer_t& recv, int root) {
+  check_root("scatter", root);
+  if (rank_ == root && send.count != recv.count * static_cast<size_t>(size_)) {
+    invalid("scatter on " + group_label_ + ": the root's input has " + std::to_string(send.count) +
+            " elements but needs output (" + std::to_string(recv.count) + ") x " +
+            std::to_string(size_) + " ranks");
+  }
+  const size_t element = dtype_size(recv.dtype);
+  const size_t count = recv.count;
+  const auto* in = static_cast<const char*>(send.ptr);
+  auto* out = static_cast<char*>(recv.ptr);
+  const size_t chunk = slot_bytes_ / element / static_cast<size_t>(size_);
+  const OpDescriptor mine = describe_call(Op::kScatter, recv, DOMINO_SUM, root, count);
+  run_rounds(
+      Op::kScatter, mine, rounds_for(count, chunk),
+      [&](size_t round) {
+        if (rank_ != root || count == 0) return;
+        const size_t offset = round * chunk;
+        const size_t n = std::min(chunk, count - offset);
+        for (int r = 0; r < size_; ++r) {
+          std::memcpy(slot(rank_) + static_cast<size_t>(r) * chunk * element,
+                      in + (static_cast<size_t>(r) * count + offset) * element, n * element);
+        }
+      },
+      [&](size_t round) {
+        if (count == 0) return;
+        const size_t offset = round * chunk;
+        const size_t n = std::min(chunk, count - offset);
+        std::memcpy(out + offset * element, slot(root) + static_cast<size_t>(rank_) * chunk * element,
+                    n * element);
+      });
+}
+
+void ShmCommunicator::alltoall(const domino_buffer_t& send, const uint64_t* send_counts,
+                               const uint64_t* send_offsets, const domino_buffer_t& recv,
+                               const uint64_t* recv_counts, const uint64_t* recv_offsets) {
+  const size_t element = dtype_size(send.dtype);
+  const auto p = static_cast<size_t>(size_);
+  if (2 * p * sizeof(uint64_t) > slot_bytes_) invalid("alltoall: group too large for the workspace");
+  for (size_t r = 0; r < p; ++r) {
+    if (send_offsets[r] + send_counts[r] > send.count || recv_offsets[r] + recv_counts[r] > recv.count) {
+      invalid("alltoall on " + group_label_ + ": the split for rank " + std::to_string(r) +
+              " runs past the end of the input or output tensor");
     }
-    const auto [lo, hi] = slice_of(n, size_, rank_, element);
-    for (int r = 0; r < size_; ++r) inputs_[static_cast<size_t>(r)] = slot(parity_, r) + lo * element;
-    reduce_buffers(slot(parity_, rank_) + lo * element, inputs_.data(), size_, hi - lo, send.dtype, op);
-    meet("allreduce", until);
-    for (int r = 0; r < size_; ++r) {
-      const auto [rlo, rhi] = slice_of(n, size_, r, element);
-      std::memcpy(out + (offset + rlo) * element, slot(parity_, r) + rlo * element, (rhi - rlo) * element);
+  }
+  // Round 0 publishes every rank's split sizes so each rank can check the whole matrix and all
+  // agree on the verdict and on how many data rounds follow.
+  const OpDescriptor mine = describe_call(Op::kAlltoall, send, DOMINO_SUM, -1, 0);
+  uint64_t largest = 0;
+  std::string disagreement;
+  run_rounds(
+      Op::kAlltoall, mine, 1,
+      [&](size_t) {
+        auto* counts = reinterpret_cast<uint64_t*>(slot(rank_));
+        std::memcpy(counts, send_counts, p * sizeof(uint64_t));
+        std::memcpy(counts + p, recv_counts, p * sizeof(uint64_t));
+      },
+      [&](size_t) {
+        for (size_t s = 0; s < p; ++s) {
+          const auto* of_s = reinterpret_cast<const uint64_t*>(slot(static_cast<int>(s)));
+          for (size_t d = 0; d < p; ++d) {
+            const uint64_t sends = of_s[d];
+            const uint64_t expects = reinterpret_cast<const uint64_t*>(slot(static_cast<int>(d)))[p + s];
+            largest = std::max(largest, sends);
+            if (sends != expects && disagreement.empty()) {
+              disagreement = "rank " + std::to_string(s) + " sends " + std::to_string(sends) +
+                             " elements to rank " + std::to_string(d) + ", which expects " +
+                             std::to_string(expects);
+            }
+          }
+        }
+      });
+  if (!disagreement.empty()) {
+    throw TransportError(DOMINO_ERR_MISMATCH, "alltoall on " + group_label_ + ": split sizes disagree: " +
+                                                  disagreement +
+                                                  ". Input splits of each rank must equal the output "
+                                                  "splits its peers give for it.");
+  }
+  const size_t per_peer = slot_bytes_ / element / p;
+  const auto* in = static_cast<const char*>(send.ptr);
+  auto* out = static_cast<char*>(recv.ptr);
+  const size_t rounds = rounds_for(largest, per_peer);
+  const Deadline until = deadline();
+  for (size_t round = 0; round < rounds && largest > 0; ++round) {
+    const size_t offset = round * per_peer;
+    for (size_t d = 0; d < p; ++d) {
+      if (send_counts[d] <= offset) continue;
+      const size_t n = std::min<size_t>(per_peer, send_counts[d] - offset);
+      std::memcpy(slot(rank_) + d * per_peer * element, in + (send_offsets[d] + offset) * element, n * element);
+    }
+    meet("alltoall", until);
+    for (size_t s = 0; s < p; ++s) {
+      if (recv_counts[s] <= offset) continue;
+      const size_t n = std::min<size_t>(per_peer, recv_counts[s] - offset);
+      std::memcpy(out + (recv_offsets[s] + offset) * element,
+                  slot(static_cast<int>(s)) + static_cast<size_t>(rank_) * per_peer * element, n * element);
     }
     close_round();
   }
+}
+
+void ShmCommunicator::send(const domino_buffer_t& buffer, int peer, int32_t tag) {
+  p2p_->send(buffer.ptr, buffer.count * dtype_size(buffer.dtype), peer, tag);
+}
+
+int ShmCommunicator::recv(const domino_buffer_t& buffer, int peer, int32_t tag) {
+  return p2p_->recv(buffer.ptr, buffer.count * dtype_size(buffer.dtype), peer, tag);
 }
 
 }  // namespace domino::shm

@@ -1,9 +1,11 @@
-// Collectives among the ranks of one host through one shared segment per group.
+// Collectives and point-to-point messages among the ranks of one host, through one shared
+// segment per group (layout in SegmentLayout.h).
 //
-// Each rank owns two payload slots (double-buffered by round parity, so a round needs no closing
-// barrier). Small messages: every rank copies in, meets the others, and reduces everything.
-// Large messages: chunks of one slot each; per chunk every rank reduces its own slice of all
-// slots (reduce-scatter), meets the others, and copies out every slice (all-gather).
+// Collectives run in rounds. Each rank owns two payload slots, used by round parity, so a round
+// needs no closing barrier. The first round of every op compares all ranks' descriptors.
+// All-reduce and reduce: small messages are reduced whole by every rank; large ones go in chunks
+// of one slot, each rank reducing its own slice of all slots (reduce-scatter) before everyone
+// copies every slice out (all-gather).
 #pragma once
 
 #include <chrono>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "GroupBarrier.h"
+#include "PointToPoint.h"
 #include "SharedSegment.h"
 #include "domino/plugin.h"
 
@@ -23,23 +26,51 @@ class ShmCommunicator {
   explicit ShmCommunicator(const domino_comm_config_t& config);
 
   void allreduce(const domino_buffer_t& send, const domino_buffer_t& recv, domino_redop_t op);
+  void reduce(const domino_buffer_t& send, const domino_buffer_t& recv, domino_redop_t op, int root);
+  void broadcast(const domino_buffer_t& buffer, int root);
+  void allgather(const domino_buffer_t& send, const domino_buffer_t& recv);
+  void reduce_scatter(const domino_buffer_t& send, const domino_buffer_t& recv, domino_redop_t op);
+  void gather(const domino_buffer_t& send, const domino_buffer_t& recv, int root);
+  void scatter(const domino_buffer_t& send, const domino_buffer_t& recv, int root);
+  void alltoall(const domino_buffer_t& send, const uint64_t* send_counts, const uint64_t* send_offsets,
+                const domino_buffer_t& recv, const uint64_t* recv_counts, const uint64_t* recv_offsets);
   void barrier();
+  void send(const domino_buffer_t& buffer, int peer, int32_t tag);
+  int recv(const domino_buffer_t& buffer, int peer, int32_t tag);
 
   int rank() const { return rank_; }
   int size() const { return size_; }
   size_t slot_bytes() const { return slot_bytes_; }
 
  private:
-  enum class Op : uint32_t { kBarrier = 1, kAllreduce = 2 };
+  enum class Op : uint32_t {
+    kBarrier = 1,
+    kAllreduce,
+    kReduce,
+    kBroadcast,
+    kAllgather,
+    kReduceScatter,
+    kGather,
+    kScatter,
+    kAlltoall
+  };
   static const char* op_name(uint32_t op);
 
-  // Publishes this rank's descriptor for the round, meets every rank, and checks they agree.
+  // One collective of `rounds` rounds (at least one, so descriptors are always compared).
+  // fill(round) writes this rank's slot; drain(round) reads the others'.
+  template <class Fill, class Drain>
+  void run_rounds(Op op, const OpDescriptor& mine, size_t rounds, Fill&& fill, Drain&& drain);
+  void reduce_to(const domino_buffer_t& send, const domino_buffer_t& recv, domino_redop_t op,
+                 int root, Op kind);
   void open_round(const OpDescriptor& mine, const char* op_name, Deadline deadline);
   void meet(const char* op_name, Deadline deadline);
   void close_round() { parity_ ^= 1u; }
-  char* slot(uint32_t parity, int rank) const;
+  char* slot(int rank) const;
   Deadline deadline() const { return std::chrono::steady_clock::now() + timeout_; }
   void check_usable(const char* op_name) const;
+  void check_root(const char* op_name, int root) const;
+  OpDescriptor describe_call(Op op, const domino_buffer_t& buffer, domino_redop_t redop, int root,
+                             uint64_t count);
   std::string describe(const OpDescriptor& d) const;
 
   int rank_;
@@ -51,6 +82,7 @@ class ShmCommunicator {
   SegmentHeader* header_ = nullptr;
   size_t slot_bytes_ = 0;
   std::optional<GroupBarrier> barrier_;  // set once the segment is mapped
+  std::optional<PointToPoint> p2p_;
   uint64_t phase_ = 0;
   uint32_t parity_ = 0;
   uint64_t sequence_ = 0;

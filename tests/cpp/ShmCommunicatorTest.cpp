@@ -1,37 +1,16 @@
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <thread>
 #include <vector>
 
 #include "plugins/common/TransportError.h"
 #include "plugins/shm/ShmCommunicator.h"
-#include "support/FileBootstrap.h"
-#include "support/ForkRanks.h"
+#include "support/ShmGroup.h"
 
 namespace domino::shm {
 namespace {
 
-struct Group {
-  std::string directory = testing::make_temp_directory();
-  ~Group() { std::filesystem::remove_all(directory); }
-
-  // Runs body(rank, communicator) in `size` processes; returns what each said.
-  std::vector<testing::RankOutcome> run(int size, int64_t timeout_ms,
-                                        const std::function<std::string(int, ShmCommunicator&)>& body) {
-    return testing::fork_ranks(size, [&](int rank) {
-      testing::FileBootstrap bootstrap(directory);
-      domino_comm_config_t config{};
-      config.rank = rank;
-      config.size = size;
-      config.group_name = "unit";
-      config.timeout_ms = timeout_ms;
-      config.bootstrap = bootstrap.table();
-      ShmCommunicator comm(config);
-      return body(rank, comm);
-    });
-  }
-};
+using Group = testing::ShmGroup;
 
 std::string check_sum(int rank, int size, ShmCommunicator& comm, size_t count, bool in_place) {
   std::vector<float> in(count), out(count, -1.0f);

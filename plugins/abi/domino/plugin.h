@@ -96,10 +96,37 @@ typedef struct domino_plugin_v1 {
                      size_t err_size);
   void (*comm_destroy)(domino_comm_t* comm);
 
-  /* In place when send->ptr == recv->ptr. */
+  /* Collectives. Counts are elements. Any entry may be NULL: the backend then reports the op as
+   * unsupported by this transport. In place when send->ptr == recv->ptr where shapes allow. */
   int (*allreduce)(domino_comm_t* comm, const domino_buffer_t* send, domino_buffer_t* recv,
                    domino_redop_t op, char* err, size_t err_size);
   int (*barrier)(domino_comm_t* comm, char* err, size_t err_size);
+  int (*broadcast)(domino_comm_t* comm, domino_buffer_t* buffer, int32_t root, char* err,
+                   size_t err_size);
+  /* recv matters on root only. */
+  int (*reduce)(domino_comm_t* comm, const domino_buffer_t* send, domino_buffer_t* recv,
+                domino_redop_t op, int32_t root, char* err, size_t err_size);
+  /* recv->count == send->count * size, rank-major. */
+  int (*allgather)(domino_comm_t* comm, const domino_buffer_t* send, domino_buffer_t* recv,
+                   char* err, size_t err_size);
+  /* send->count == recv->count * size; rank r receives block r. */
+  int (*reduce_scatter)(domino_comm_t* comm, const domino_buffer_t* send, domino_buffer_t* recv,
+                        domino_redop_t op, char* err, size_t err_size);
+  int (*gather)(domino_comm_t* comm, const domino_buffer_t* send, domino_buffer_t* recv,
+                int32_t root, char* err, size_t err_size);
+  int (*scatter)(domino_comm_t* comm, const domino_buffer_t* send, domino_buffer_t* recv,
+                 int32_t root, char* err, size_t err_size);
+  /* Per peer: counts and offsets (elements) into send and recv, size entries each. */
+  int (*alltoall)(domino_comm_t* comm, const domino_buffer_t* send, const uint64_t* send_counts,
+                  const uint64_t* send_offsets, domino_buffer_t* recv,
+                  const uint64_t* recv_counts, const uint64_t* recv_offsets, char* err,
+                  size_t err_size);
+  /* Point to point. Messages between two ranks arrive in order; tags must match. */
+  int (*send)(domino_comm_t* comm, const domino_buffer_t* buffer, int32_t peer, int32_t tag,
+              char* err, size_t err_size);
+  /* peer < 0: from any rank; *source receives the sender. */
+  int (*recv)(domino_comm_t* comm, domino_buffer_t* buffer, int32_t peer, int32_t tag,
+              int32_t* source, char* err, size_t err_size);
 } domino_plugin_v1_t;
 
 /* The one symbol a plugin library exports. Returns NULL if it cannot serve abi_version. */
