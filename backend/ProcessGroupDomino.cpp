@@ -2,6 +2,8 @@
 
 #include <c10/util/Exception.h>
 
+#include <array>
+
 #include "StoreBootstrap.h"
 #include "TensorBuffer.h"
 #include "Work.h"
@@ -112,6 +114,8 @@ ProcessGroupDomino::ProcessGroupDomino(const c10::intrusive_ptr<c10d::Store>& st
     C10_THROW_ERROR(DistBackendError, std::string("domino: init of ") + label() + " failed: " + e.what());
   }
   lane_ = std::make_unique<ProgressLane>();
+  send_lane_ = std::make_unique<ProgressLane>();
+  recv_lane_ = std::make_unique<ProgressLane>();
   log_line(LogLevel::kInfo, rank,
            label() + " ready: intra-host transport " + intra_->transport());
 }
@@ -120,6 +124,8 @@ ProcessGroupDomino::~ProcessGroupDomino() { shutdown(); }
 
 void ProcessGroupDomino::shutdown() {
   lane_.reset();
+  send_lane_.reset();
+  recv_lane_.reset();
   intra_.reset();
   bootstrap_.reset();
 }
@@ -133,24 +139,23 @@ std::string ProcessGroupDomino::label() const {
          "' (rank " + std::to_string(rank_) + " of " + std::to_string(size_) + ")";
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce(std::vector<at::Tensor>& tensors,
-                                                             const c10d::AllreduceOptions& opts) {
-  const std::string where = "domino allreduce on " + label();
-  TORCH_CHECK(tensors.size() == 1, where, ": expected exactly one tensor, got ", tensors.size());
-  TORCH_CHECK(lane_ != nullptr, where, ": the process group was shut down");
-  const domino_redop_t op = to_redop(opts.reduceOp, where);
-  const domino_dtype_t dtype = to_domino_dtype(tensors[0].scalar_type(), where);
-  const std::string unsupported = reduction_unsupported_reason(dtype, op);
-  TORCH_CHECK(unsupported.empty(), where, ": ", unsupported);
+std::string ProcessGroupDomino::where(const char* op) const {
+  return std::string("domino ") + op + " on " + label();
+}
 
-  auto staged = std::make_shared<StagedTensor>(tensors[0]);
-  auto work = c10::make_intrusive<Work>(rank_, c10d::OpType::ALLREDUCE, tensors);
+ProgressLane& ProcessGroupDomino::lane(ProgressLane* which, const char* op) const {
+  TORCH_CHECK(which != nullptr, where(op), ": the process group was shut down");
+  return *which;
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(ProgressLane& lane, c10d::OpType type,
+                                                           std::vector<at::Tensor> outputs,
+                                                           std::function<void(Work&)> body) {
+  auto work = c10::make_intrusive<Work>(rank_, type, std::move(outputs));
   ++sequence_;
-  lane_->submit([this, work, staged, op] {
+  lane.submit([work, body = std::move(body)] {
     try {
-      domino_buffer_t buffer = staged->buffer();
-      intra_->allreduce(buffer, buffer, op);
-      staged->publish();
+      body(*work);
       work->complete();
     } catch (const std::exception& e) {
       work->fail(as_backend_error(std::string("domino: ") + e.what()));
@@ -159,19 +164,391 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce(std::vector<at::Ten
   return work;
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::barrier(const c10d::BarrierOptions&) {
-  TORCH_CHECK(lane_ != nullptr, "domino barrier on ", label(), ": the process group was shut down");
-  auto work = c10::make_intrusive<Work>(rank_, c10d::OpType::BARRIER, std::vector<at::Tensor>{});
-  ++sequence_;
-  lane_->submit([this, work] {
-    try {
-      intra_->barrier();
-      work->complete();
-    } catch (const std::exception& e) {
-      work->fail(as_backend_error(std::string("domino: ") + e.what()));
-    }
+namespace {
+void require_one(const char* op, const std::vector<at::Tensor>& tensors, const std::string& where) {
+  TORCH_CHECK(tensors.size() == 1, where, ": expected exactly one tensor, got ", tensors.size(),
+              " (", op, " takes one tensor per process)");
+}
+
+void require_same(const at::Tensor& reference, const std::vector<at::Tensor>& tensors,
+                  int64_t numel, const std::string& where, const char* what) {
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    TORCH_CHECK(tensors[i].scalar_type() == reference.scalar_type(), where, ": ", what, "[", i,
+                "] has dtype ", tensors[i].scalar_type(), " but the input has ", reference.scalar_type());
+    TORCH_CHECK(numel < 0 || tensors[i].numel() == numel, where, ": ", what, "[", i, "] has ",
+                tensors[i].numel(), " elements, expected ", numel);
+  }
+}
+
+domino_redop_t checked_redop(const c10d::ReduceOp& op, const at::Tensor& t, const std::string& where) {
+  const domino_redop_t redop = to_redop(op, where);
+  const std::string unsupported =
+      reduction_unsupported_reason(to_domino_dtype(t.scalar_type(), where), redop);
+  TORCH_CHECK(unsupported.empty(), where, ": ", unsupported);
+  return redop;
+}
+}  // namespace
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce(std::vector<at::Tensor>& tensors,
+                                                             const c10d::AllreduceOptions& opts) {
+  const std::string at = where("allreduce");
+  require_one("allreduce", tensors, at);
+  const domino_redop_t op = checked_redop(opts.reduceOp, tensors[0], at);
+  auto staged = std::make_shared<StagedTensor>(tensors[0]);
+  return enqueue(lane(lane_.get(), "allreduce"), c10d::OpType::ALLREDUCE, tensors, [this, staged, op](Work&) {
+    domino_buffer_t buffer = staged->buffer();
+    intra_->allreduce(buffer, buffer, op);
+    staged->publish();
   });
-  return work;
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce_coalesced(
+    std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) {
+  const std::string at = where("allreduce_coalesced");
+  TORCH_CHECK(!tensors.empty(), at, ": no tensors given");
+  require_same(tensors[0], tensors, -1, at, "tensors");
+  const domino_redop_t op = checked_redop(opts.reduceOp, tensors[0], at);
+  // One transfer for the whole list: the tensors travel end to end in one flat buffer.
+  auto staged = std::make_shared<StagedList>(tensors, /*copy_in=*/true);
+  return enqueue(lane(lane_.get(), "allreduce_coalesced"), c10d::OpType::ALLREDUCE_COALESCED, tensors,
+                 [this, staged, op](Work&) {
+                   domino_buffer_t buffer = staged->buffer();
+                   intra_->allreduce(buffer, buffer, op);
+                   staged->publish();
+                 });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::broadcast(std::vector<at::Tensor>& tensors,
+                                                             const c10d::BroadcastOptions& opts) {
+  const std::string at = where("broadcast");
+  require_one("broadcast", tensors, at);
+  const bool root = opts.rootRank == rank_;
+  auto staged = std::make_shared<StagedTensor>(tensors[0], /*copy_in=*/root);
+  const int root_rank = static_cast<int>(opts.rootRank);
+  return enqueue(lane(lane_.get(), "broadcast"), c10d::OpType::BROADCAST, tensors,
+                 [this, staged, root_rank](Work&) {
+                   domino_buffer_t buffer = staged->buffer();
+                   intra_->broadcast(buffer, root_rank);
+                   staged->publish();
+                 });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce(std::vector<at::Tensor>& tensors,
+                                                          const c10d::ReduceOptions& opts) {
+  const std::string at = where("reduce");
+  require_one("reduce", tensors, at);
+  const domino_redop_t op = checked_redop(opts.reduceOp, tensors[0], at);
+  auto staged = std::make_shared<StagedTensor>(tensors[0]);
+  const int root = static_cast<int>(opts.rootRank);
+  return enqueue(lane(lane_.get(), "reduce"), c10d::OpType::REDUCE, tensors, [this, staged, op, root](Work&) {
+    domino_buffer_t buffer = staged->buffer();
+    intra_->reduce(buffer, buffer, op, root);
+    if (root == rank_) staged->publish();
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                                             std::vector<at::Tensor>& inputs,
+                                                             const c10d::AllgatherOptions&) {
+  const std::string at = where("allgather");
+  require_one("allgather", inputs, at);
+  TORCH_CHECK(outputs.size() == 1 && outputs[0].size() == static_cast<size_t>(size_), at,
+              ": expected one list of ", size_, " output tensors");
+  require_same(inputs[0], outputs[0], inputs[0].numel(), at, "output");
+  auto in = std::make_shared<StagedTensor>(inputs[0]);
+  auto out = std::make_shared<StagedList>(outputs[0], /*copy_in=*/false);
+  return enqueue(lane(lane_.get(), "allgather"), c10d::OpType::ALLGATHER, outputs[0], [this, in, out](Work&) {
+    domino_buffer_t recv = out->buffer();
+    intra_->allgather(in->buffer(), recv);
+    out->publish();
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::_allgather_base(at::Tensor& output, at::Tensor& input,
+                                                                   const c10d::AllgatherOptions&) {
+  const std::string at = where("all_gather_into_tensor");
+  TORCH_CHECK(output.numel() == input.numel() * size_, at, ": output has ", output.numel(),
+              " elements, expected input (", input.numel(), ") x ", size_, " ranks");
+  TORCH_CHECK(output.scalar_type() == input.scalar_type(), at, ": output dtype ", output.scalar_type(),
+              " differs from input dtype ", input.scalar_type());
+  auto in = std::make_shared<StagedTensor>(input);
+  auto out = std::make_shared<StagedTensor>(output, /*copy_in=*/false);
+  return enqueue(lane(lane_.get(), "all_gather_into_tensor"), c10d::OpType::_ALLGATHER_BASE, {output},
+                 [this, in, out](Work&) {
+                   domino_buffer_t recv = out->buffer();
+                   intra_->allgather(in->buffer(), recv);
+                   out->publish();
+                 });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather_into_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs, const c10d::AllgatherOptions&) {
+  const std::string at = where("allgather_into_tensor_coalesced");
+  TORCH_CHECK(outputs.size() == inputs.size(), at, ": ", outputs.size(), " outputs for ", inputs.size(), " inputs");
+  std::vector<std::pair<std::shared_ptr<StagedTensor>, std::shared_ptr<StagedTensor>>> pairs;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    TORCH_CHECK(outputs[i].numel() == inputs[i].numel() * size_ &&
+                    outputs[i].scalar_type() == inputs[i].scalar_type(),
+                at, ": output ", i, " must hold input ", i, " from all ", size_, " ranks");
+    pairs.emplace_back(std::make_shared<StagedTensor>(inputs[i]),
+                       std::make_shared<StagedTensor>(outputs[i], /*copy_in=*/false));
+  }
+  return enqueue(lane(lane_.get(), "allgather_into_tensor_coalesced"),
+                 c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED, outputs, [this, pairs](Work&) {
+                   for (const auto& [in, out] : pairs) {
+                     domino_buffer_t recv = out->buffer();
+                     intra_->allgather(in->buffer(), recv);
+                     out->publish();
+                   }
+                 });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                                          std::vector<at::Tensor>& inputs,
+                                                          const c10d::GatherOptions& opts) {
+  const std::string at = where("gather");
+  require_one("gather", inputs, at);
+  const int root = static_cast<int>(opts.rootRank);
+  TORCH_CHECK(root >= 0 && root < size_, at, ": root ", root, " is not a rank of this group");
+  std::shared_ptr<StagedList> out;
+  if (rank_ == root) {
+    TORCH_CHECK(outputs.size() == 1 && outputs[0].size() == static_cast<size_t>(size_), at,
+                ": the root needs one list of ", size_, " output tensors");
+    require_same(inputs[0], outputs[0], inputs[0].numel(), at, "output");
+    out = std::make_shared<StagedList>(outputs[0], /*copy_in=*/false);
+  } else {
+    TORCH_CHECK(outputs.empty() || outputs[0].empty(), at, ": only the root (rank ", root,
+                ") may pass output tensors");
+  }
+  auto in = std::make_shared<StagedTensor>(inputs[0]);
+  std::vector<at::Tensor> held = rank_ == root ? outputs[0] : std::vector<at::Tensor>{};
+  return enqueue(lane(lane_.get(), "gather"), c10d::OpType::GATHER, held, [this, in, out, root](Work&) {
+    domino_buffer_t recv = out ? out->buffer() : domino_buffer_t{nullptr, 0, in->buffer().dtype, -1};
+    intra_->gather(in->buffer(), recv, root);
+    if (out) out->publish();
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::scatter(std::vector<at::Tensor>& outputs,
+                                                           std::vector<std::vector<at::Tensor>>& inputs,
+                                                           const c10d::ScatterOptions& opts) {
+  const std::string at = where("scatter");
+  require_one("scatter", outputs, at);
+  const int root = static_cast<int>(opts.rootRank);
+  TORCH_CHECK(root >= 0 && root < size_, at, ": root ", root, " is not a rank of this group");
+  std::shared_ptr<StagedList> in;
+  if (rank_ == root) {
+    TORCH_CHECK(inputs.size() == 1 && inputs[0].size() == static_cast<size_t>(size_), at,
+                ": the root needs one list of ", size_, " input tensors");
+    require_same(outputs[0], inputs[0], outputs[0].numel(), at, "input");
+    in = std::make_shared<StagedList>(inputs[0], /*copy_in=*/true);
+  } else {
+    TORCH_CHECK(inputs.empty() || inputs[0].empty(), at, ": only the root (rank ", root,
+                ") may pass input tensors");
+  }
+  auto out = std::make_shared<StagedTensor>(outputs[0], /*copy_in=*/false);
+  return enqueue(lane(lane_.get(), "scatter"), c10d::OpType::SCATTER, outputs, [this, in, out, root](Work&) {
+    domino_buffer_t recv = out->buffer();
+    const domino_buffer_t send = in ? in->buffer() : domino_buffer_t{nullptr, 0, recv.dtype, -1};
+    intra_->scatter(send, recv, root);
+    out->publish();
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                                  std::vector<std::vector<at::Tensor>>& inputs,
+                                                                  const c10d::ReduceScatterOptions& opts) {
+  const std::string at = where("reduce_scatter");
+  require_one("reduce_scatter", outputs, at);
+  TORCH_CHECK(inputs.size() == 1 && inputs[0].size() == static_cast<size_t>(size_), at,
+              ": expected one list of ", size_, " input tensors");
+  require_same(outputs[0], inputs[0], outputs[0].numel(), at, "input");
+  const domino_redop_t op = checked_redop(opts.reduceOp, outputs[0], at);
+  auto in = std::make_shared<StagedList>(inputs[0], /*copy_in=*/true);
+  auto out = std::make_shared<StagedTensor>(outputs[0], /*copy_in=*/false);
+  return enqueue(lane(lane_.get(), "reduce_scatter"), c10d::OpType::REDUCE_SCATTER, outputs,
+                 [this, in, out, op](Work&) {
+                   domino_buffer_t recv = out->buffer();
+                   intra_->reduce_scatter(in->buffer(), recv, op);
+                   out->publish();
+                 });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                                                                        const c10d::ReduceScatterOptions& opts) {
+  const std::string at = where("reduce_scatter_tensor");
+  TORCH_CHECK(input.numel() == output.numel() * size_, at, ": input has ", input.numel(),
+              " elements, expected output (", output.numel(), ") x ", size_, " ranks");
+  TORCH_CHECK(output.scalar_type() == input.scalar_type(), at, ": output dtype ", output.scalar_type(),
+              " differs from input dtype ", input.scalar_type());
+  const domino_redop_t op = checked_redop(opts.reduceOp, input, at);
+  auto in = std::make_shared<StagedTensor>(input);
+  auto out = std::make_shared<StagedTensor>(output, /*copy_in=*/false);
+  return enqueue(lane(lane_.get(), "reduce_scatter_tensor"), c10d::OpType::_REDUCE_SCATTER_BASE, {output},
+                 [this, in, out, op](Work&) {
+                   domino_buffer_t recv = out->buffer();
+                   intra_->reduce_scatter(in->buffer(), recv, op);
+                   out->publish();
+                 });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs, const c10d::ReduceScatterOptions& opts) {
+  const std::string at = where("reduce_scatter_tensor_coalesced");
+  TORCH_CHECK(outputs.size() == inputs.size(), at, ": ", outputs.size(), " outputs for ", inputs.size(), " inputs");
+  std::vector<std::pair<std::shared_ptr<StagedTensor>, std::shared_ptr<StagedTensor>>> pairs;
+  domino_redop_t op = DOMINO_SUM;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    TORCH_CHECK(inputs[i].numel() == outputs[i].numel() * size_ &&
+                    outputs[i].scalar_type() == inputs[i].scalar_type(),
+                at, ": input ", i, " must hold output ", i, " for all ", size_, " ranks");
+    op = checked_redop(opts.reduceOp, inputs[i], at);
+    pairs.emplace_back(std::make_shared<StagedTensor>(inputs[i]),
+                       std::make_shared<StagedTensor>(outputs[i], /*copy_in=*/false));
+  }
+  return enqueue(lane(lane_.get(), "reduce_scatter_tensor_coalesced"),
+                 c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, outputs, [this, pairs, op](Work&) {
+                   for (const auto& [in, out] : pairs) {
+                     domino_buffer_t recv = out->buffer();
+                     intra_->reduce_scatter(in->buffer(), recv, op);
+                     out->publish();
+                   }
+                 });
+}
+
+namespace {
+// Element counts and offsets per peer for a tensor split along dim 0 (equal splits when empty).
+void split_layout(const at::Tensor& t, const std::vector<int64_t>& splits, int size, const std::string& where,
+                  const char* what, std::vector<uint64_t>* counts, std::vector<uint64_t>* offsets) {
+  const int64_t rows = t.dim() == 0 ? 1 : t.size(0);
+  const int64_t row_elements = rows == 0 ? 0 : t.numel() / rows;
+  std::vector<int64_t> rows_per_peer = splits;
+  if (rows_per_peer.empty()) {
+    TORCH_CHECK(rows % size == 0, where, ": ", what, " has ", rows, " rows, not divisible by ", size,
+                " ranks; pass explicit split sizes");
+    rows_per_peer.assign(static_cast<size_t>(size), rows / size);
+  }
+  TORCH_CHECK(rows_per_peer.size() == static_cast<size_t>(size), where, ": ", rows_per_peer.size(), " ",
+              what, " split sizes for ", size, " ranks");
+  int64_t sum = 0;
+  for (int64_t r : rows_per_peer) {
+    TORCH_CHECK(r >= 0, where, ": negative ", what, " split size ", r);
+    counts->push_back(static_cast<uint64_t>(r * row_elements));
+    offsets->push_back(static_cast<uint64_t>(sum * row_elements));
+    sum += r;
+  }
+  TORCH_CHECK(sum == rows, where, ": ", what, " split sizes add up to ", sum, " rows but the tensor has ", rows);
+}
+}  // namespace
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::alltoall_base(at::Tensor& output, at::Tensor& input,
+                                                                 std::vector<int64_t>& output_splits,
+                                                                 std::vector<int64_t>& input_splits,
+                                                                 const c10d::AllToAllOptions&) {
+  const std::string at = where("all_to_all_single");
+  TORCH_CHECK(output.scalar_type() == input.scalar_type(), at, ": output dtype ", output.scalar_type(),
+              " differs from input dtype ", input.scalar_type());
+  auto layout = std::make_shared<std::array<std::vector<uint64_t>, 4>>();
+  split_layout(input, input_splits, size_, at, "input", &(*layout)[0], &(*layout)[1]);
+  split_layout(output, output_splits, size_, at, "output", &(*layout)[2], &(*layout)[3]);
+  // A separate input buffer even when the caller aliases them: peers read it while we write.
+  auto in = std::make_shared<StagedTensor>(input.is_same(output) ? input.clone() : input);
+  auto out = std::make_shared<StagedTensor>(output, /*copy_in=*/false);
+  return enqueue(lane(lane_.get(), "all_to_all_single"), c10d::OpType::ALLTOALL_BASE, {output},
+                 [this, in, out, layout](Work&) {
+                   domino_buffer_t send = in->buffer(), recv = out->buffer();
+                   const size_t scale = send.dtype == DOMINO_UINT8 && in->host().element_size() > 1
+                                            ? static_cast<size_t>(in->host().element_size())
+                                            : 1;
+                   auto scaled = [scale](const std::vector<uint64_t>& v) {
+                     std::vector<uint64_t> out(v);
+                     for (auto& x : out) x *= scale;
+                     return out;
+                   };
+                   const auto sc = scaled((*layout)[0]), so = scaled((*layout)[1]);
+                   const auto rc = scaled((*layout)[2]), ro = scaled((*layout)[3]);
+                   intra_->alltoall(send, sc.data(), so.data(), recv, rc.data(), ro.data());
+                   out->publish();
+                 });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::alltoall(std::vector<at::Tensor>& outputs,
+                                                            std::vector<at::Tensor>& inputs,
+                                                            const c10d::AllToAllOptions&) {
+  const std::string at = where("all_to_all");
+  TORCH_CHECK(outputs.size() == static_cast<size_t>(size_) && inputs.size() == static_cast<size_t>(size_), at,
+              ": expected ", size_, " input and output tensors, got ", inputs.size(), " and ", outputs.size());
+  require_same(inputs[0], inputs, -1, at, "input");
+  require_same(inputs[0], outputs, -1, at, "output");
+  auto layout = std::make_shared<std::array<std::vector<uint64_t>, 4>>();
+  uint64_t offset = 0;
+  for (const auto& t : inputs) {
+    (*layout)[0].push_back(static_cast<uint64_t>(t.numel()));
+    (*layout)[1].push_back(offset);
+    offset += static_cast<uint64_t>(t.numel());
+  }
+  offset = 0;
+  for (const auto& t : outputs) {
+    (*layout)[2].push_back(static_cast<uint64_t>(t.numel()));
+    (*layout)[3].push_back(offset);
+    offset += static_cast<uint64_t>(t.numel());
+  }
+  auto in = std::make_shared<StagedList>(inputs, /*copy_in=*/true);
+  auto out = std::make_shared<StagedList>(outputs, /*copy_in=*/false);
+  const auto element = static_cast<uint64_t>(inputs[0].element_size());
+  return enqueue(lane(lane_.get(), "all_to_all"), c10d::OpType::ALLTOALL, outputs, [this, in, out, layout, element](Work&) {
+    domino_buffer_t send = in->buffer(), recv = out->buffer();
+    std::array<std::vector<uint64_t>, 4> l = *layout;
+    if (send.dtype == DOMINO_UINT8 && element > 1) {
+      for (auto& v : l) {
+        for (auto& x : v) x *= element;
+      }
+    }
+    intra_->alltoall(send, l[0].data(), l[1].data(), recv, l[2].data(), l[3].data());
+    out->publish();
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::send(std::vector<at::Tensor>& tensors, int dst_rank, int tag) {
+  const std::string at = where("send");
+  require_one("send", tensors, at);
+  TORCH_CHECK(dst_rank >= 0 && dst_rank < size_ && dst_rank != rank_, at, ": destination ", dst_rank,
+              " is not another rank of this group of ", size_);
+  auto staged = std::make_shared<StagedTensor>(tensors[0]);
+  return enqueue(lane(send_lane_.get(), "send"), c10d::OpType::SEND, tensors, [this, staged, dst_rank, tag](Work&) {
+    intra_->send(staged->buffer(), dst_rank, tag);
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::recv(std::vector<at::Tensor>& tensors, int src_rank, int tag) {
+  const std::string at = where("recv");
+  require_one("recv", tensors, at);
+  TORCH_CHECK(src_rank >= 0 && src_rank < size_ && src_rank != rank_, at, ": source ", src_rank,
+              " is not another rank of this group of ", size_);
+  auto staged = std::make_shared<StagedTensor>(tensors[0], /*copy_in=*/false);
+  return enqueue(lane(recv_lane_.get(), "recv"), c10d::OpType::RECV, tensors,
+                 [this, staged, src_rank, tag](Work& work) {
+                   domino_buffer_t buffer = staged->buffer();
+                   work.set_source_rank(intra_->recv(buffer, src_rank, tag));
+                   staged->publish();
+                 });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
+  const std::string at = where("recv from any source");
+  require_one("recv", tensors, at);
+  TORCH_CHECK(size_ > 1, at, ": a group of one rank has nobody to receive from");
+  auto staged = std::make_shared<StagedTensor>(tensors[0], /*copy_in=*/false);
+  return enqueue(lane(recv_lane_.get(), "recv"), c10d::OpType::RECVANYSOURCE, tensors,
+                 [this, staged, tag](Work& work) {
+                   domino_buffer_t buffer = staged->buffer();
+                   work.set_source_rank(intra_->recv(buffer, -1, tag));
+                   staged->publish();
+                 });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::barrier(const c10d::BarrierOptions&) {
+  return enqueue(lane(lane_.get(), "barrier"), c10d::OpType::BARRIER, {}, [this](Work&) { intra_->barrier(); });
 }
 
 }  // namespace domino

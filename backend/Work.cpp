@@ -14,6 +14,11 @@ c10::intrusive_ptr<c10::ivalue::Future> Work::getFuture() { return future_; }
 
 std::vector<at::Tensor> Work::result() { return outputs_; }
 
+int Work::sourceRank() const {
+  TORCH_CHECK(source_rank_ >= 0, "domino: sourceRank() is only defined for a completed recv from any source");
+  return source_rank_;
+}
+
 void Work::complete() {
   future_->markCompleted(c10::IValue(outputs_));
   finish();

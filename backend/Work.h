@@ -4,6 +4,7 @@
 
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include <atomic>
 #include <exception>
 #include <vector>
 
@@ -15,13 +16,16 @@ class Work : public c10d::Work {
 
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
   std::vector<at::Tensor> result() override;
+  int sourceRank() const override;
 
   // Called once by the progress lane.
   void complete();
   void fail(std::exception_ptr error);
+  void set_source_rank(int rank) { source_rank_ = rank; }
 
  private:
   std::vector<at::Tensor> outputs_;
+  std::atomic<int> source_rank_{-1};
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 

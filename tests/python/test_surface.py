@@ -1,0 +1,11 @@
+"""The whole c10d surface x every dtype x world sizes 1 to 8 against local references."""
+
+import pytest
+
+from ranks import assert_all_ok, run_ranks
+
+
+@pytest.mark.parametrize("world", [1, 2, 3, 4, 5, 6, 7, 8])
+def test_every_op_and_dtype_matches_a_local_reference(world):
+    for rank, failures in enumerate(assert_all_ok(run_ranks(world, "surface", timeout=600))):
+        assert failures == [], f"rank {rank}: {len(failures)} failures, first: {failures[:5]}"
