@@ -9,3 +9,14 @@ from ranks import assert_all_ok, run_ranks
 def test_every_op_and_dtype_matches_a_local_reference(world):
     for rank, failures in enumerate(assert_all_ok(run_ranks(world, "surface", timeout=600))):
         assert failures == [], f"rank {rank}: {len(failures)} failures, first: {failures[:5]}"
+
+
+def test_overlapping_subgroups_alive_at_once():
+    for rank, failures in enumerate(assert_all_ok(run_ranks(4, "subgroups", timeout=600))):
+        assert failures == [], f"rank {rank}: {failures[:5]}"
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_collectives_from_several_threads(world):
+    for rank, failures in enumerate(assert_all_ok(run_ranks(world, "threads"))):
+        assert failures == [], f"rank {rank}: {failures[:5]}"

@@ -111,3 +111,138 @@ def surface(rank: int, world: int) -> list:
     from surface import run_surface
 
     return run_surface(rank, world)
+
+
+def subgroups(rank: int, world: int) -> list:
+    """Several overlapping groups alive at once, every op on each."""
+    from surface import run_surface
+
+    groups = [dist.new_group([0, 2]), dist.new_group([1, 2, 3]), dist.new_group(list(range(world)))]
+    members = [[0, 2], [1, 2, 3], list(range(world))]
+    failures = []
+    for group, ranks in zip(groups, members):
+        if rank in ranks:
+            failures += [f"group {ranks}: {f}" for f in run_surface(rank, world, group, sizes=(0, 5, 3000))]
+    return failures
+
+
+def threads(rank: int, world: int) -> list:
+    """Two threads issue collectives at once, each on its own group, sync and async."""
+    import threading
+
+    groups = [dist.new_group(list(range(world))) for _ in range(2)]
+    failures = []
+
+    def issue(index: int) -> None:
+        for step in range(30):
+            t = torch.full((1000 + step,), float(rank + index))
+            work = dist.all_reduce(t, group=groups[index], async_op=step % 2 == 0)
+            if work is not None:
+                work.wait()
+            want = sum(r + index for r in range(world))
+            if not torch.all(t == want):
+                failures.append(f"thread {index} step {step}: {t[0].item()} != {want}")
+
+    workers = [threading.Thread(target=issue, args=(i,)) for i in range(2)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    return failures
+
+
+def _raised(callable_) -> dict:
+    import time
+
+    start = time.monotonic()
+    try:
+        callable_()
+    except Exception as error:  # noqa: BLE001 - the test inspects type and text
+        return {"raised": type(error).__name__, "runtime": isinstance(error, RuntimeError),
+                "message": str(error), "seconds": time.monotonic() - start}
+    return {"raised": None, "message": "", "seconds": time.monotonic() - start}
+
+
+def mismatch(rank: int, world: int, kind: str) -> dict:
+    """Ranks disagree on size, dtype or op; every rank must raise, and the group survive."""
+    if kind == "size":
+        t, op = torch.ones(8 if rank == 0 else 9), dist.ReduceOp.SUM
+    elif kind == "dtype":
+        t, op = torch.ones(8, dtype=torch.float32 if rank == 0 else torch.float64), dist.ReduceOp.SUM
+    elif kind == "op":
+        t, op = torch.ones(8), dist.ReduceOp.SUM if rank == 0 else dist.ReduceOp.MAX
+    else:  # different collectives
+        t, op = torch.ones(8), dist.ReduceOp.SUM
+        if rank == 1:
+            outcome = _raised(lambda: dist.broadcast(t, src=0))
+            after = torch.ones(3)
+            dist.all_reduce(after)
+            return {**outcome, "after": after.tolist()}
+    outcome = _raised(lambda: dist.all_reduce(t, op=op))
+    after = torch.ones(3)
+    dist.all_reduce(after)
+    return {**outcome, "after": after.tolist()}
+
+
+def killed_mid_collective(rank: int, world: int) -> dict:
+    """The last rank is SIGKILLed (by its own timer, see ranks.py) while all ranks stream
+    large all-reduces; the survivors must raise naming it, long before the group timeout."""
+    big = torch.ones(16 << 20)
+
+    def stream():
+        for _ in range(100000):
+            dist.all_reduce(big)
+
+    return _raised(stream)
+
+
+def never_arrives(rank: int, world: int) -> dict:
+    import time
+
+    if rank == world - 1:
+        time.sleep(8)  # alive but absent past the group timeout
+        return {"raised": None, "message": "absent", "seconds": 0}
+    return _raised(lambda: dist.all_reduce(torch.ones(4)))
+
+
+def unsupported_combination(rank: int, world: int) -> dict:
+    """Only rank 0 asks for an impossible reduction: it must fail before any communication,
+    so the other ranks never notice and the next collective works everywhere."""
+    outcome = {"raised": None}
+    if rank == 0:
+        outcome = _raised(lambda: dist.all_reduce(torch.ones(4), op=dist.ReduceOp.BXOR))
+        outcome.update({"avg_int": _raised(lambda: dist.all_reduce(torch.ones(4, dtype=torch.int32),
+                                                                   op=dist.ReduceOp.AVG))["message"],
+                        "uint32": _raised(lambda: dist.all_reduce(torch.ones(4, dtype=torch.uint32)))["message"]})
+    after = torch.ones(3)
+    dist.all_reduce(after)
+    outcome["after"] = after.tolist()
+    return outcome
+
+
+def segment_permissions(rank: int, world: int) -> dict:
+    """The group's segment as this process holds it: an anonymous memfd, mode 0600."""
+    dist.all_reduce(torch.ones(4))
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("/memfd:domino-"):
+            found.append({"target": target, "mode": oct(os.stat(f"/proc/self/fd/{fd}").st_mode & 0o777)})
+    return {"segments": found, "dev_shm": sorted(n for n in os.listdir("/dev/shm") if "domino" in n)}
+
+
+def tagged_sum(rank: int, world: int, offset: float) -> float:
+    t = torch.full((1 << 16,), float(rank) + offset)
+    for _ in range(50):
+        u = t.clone()
+        dist.all_reduce(u)
+    return u[0].item()
+
+
+def train(rank: int, world: int, kind: str, *args) -> list:
+    import training
+
+    return getattr(training, kind)(rank, world, *args)
