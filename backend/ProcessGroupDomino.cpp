@@ -1,6 +1,7 @@
 #include "ProcessGroupDomino.h"
 
 #include <c10/util/Exception.h>
+#include <torch/version.h>
 
 #include <array>
 
@@ -150,21 +151,37 @@ ProgressLane& ProcessGroupDomino::lane(ProgressLane* which, const char* op) cons
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(ProgressLane& lane, c10d::OpType type,
                                                            std::vector<at::Tensor> outputs,
-                                                           std::function<void(Work&)> body) {
+                                                           std::function<void(Work&)> body,
+                                                           bool blocking) {
   auto work = c10::make_intrusive<Work>(rank_, type, std::move(outputs));
   ++sequence_;
-  lane.submit([work, body = std::move(body)] {
+  const uint64_t ticket = lane.submit([work, body = std::move(body)] {
     try {
       body(*work);
       work->complete();
     } catch (const std::exception& e) {
       work->fail(as_backend_error(std::string("domino: ") + e.what()));
     }
-  });
+  }, /*wake=*/!blocking);
+  // The lane drains before it is destroyed, so a work still waiting always finds it alive.
+  work->set_run_now([&lane, ticket] { return lane.run_now(ticket); });
   return work;
 }
 
 namespace {
+// Whether the caller said async_op=False (older torch does not say, so assume async).
+template <class Options>
+bool is_blocking(const Options& opts) {
+#if !defined(TORCH_VERSION_MAJOR)
+#error "torch/version.h must define TORCH_VERSION_MAJOR"
+#elif TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 8)
+  return !opts.asyncOp;
+#else
+  (void)opts;
+  return false;
+#endif
+}
+
 void require_one(const char* op, const std::vector<at::Tensor>& tensors, const std::string& where) {
   TORCH_CHECK(tensors.size() == 1, where, ": expected exactly one tensor, got ", tensors.size(),
               " (", op, " takes one tensor per process)");
@@ -199,7 +216,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce(std::vector<at::Ten
     domino_buffer_t buffer = staged->buffer();
     intra_->allreduce(buffer, buffer, op);
     staged->publish();
-  });
+  }, is_blocking(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce_coalesced(
@@ -215,7 +232,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce_coalesced(
                    domino_buffer_t buffer = staged->buffer();
                    intra_->allreduce(buffer, buffer, op);
                    staged->publish();
-                 });
+                 }, is_blocking(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::broadcast(std::vector<at::Tensor>& tensors,
@@ -230,7 +247,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::broadcast(std::vector<at::Ten
                    domino_buffer_t buffer = staged->buffer();
                    intra_->broadcast(buffer, root_rank);
                    staged->publish();
-                 });
+                 }, is_blocking(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce(std::vector<at::Tensor>& tensors,
@@ -244,12 +261,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce(std::vector<at::Tensor
     domino_buffer_t buffer = staged->buffer();
     intra_->reduce(buffer, buffer, op, root);
     if (root == rank_) staged->publish();
-  });
+  }, is_blocking(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather(std::vector<std::vector<at::Tensor>>& outputs,
                                                              std::vector<at::Tensor>& inputs,
-                                                             const c10d::AllgatherOptions&) {
+                                                             const c10d::AllgatherOptions& opts) {
   const std::string at = where("allgather");
   require_one("allgather", inputs, at);
   TORCH_CHECK(outputs.size() == 1 && outputs[0].size() == static_cast<size_t>(size_), at,
@@ -261,11 +278,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather(std::vector<std::ve
     domino_buffer_t recv = out->buffer();
     intra_->allgather(in->buffer(), recv);
     out->publish();
-  });
+  }, is_blocking(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::_allgather_base(at::Tensor& output, at::Tensor& input,
-                                                                   const c10d::AllgatherOptions&) {
+                                                                   const c10d::AllgatherOptions& opts) {
   const std::string at = where("all_gather_into_tensor");
   TORCH_CHECK(output.numel() == input.numel() * size_, at, ": output has ", output.numel(),
               " elements, expected input (", input.numel(), ") x ", size_, " ranks");
@@ -278,11 +295,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::_allgather_base(at::Tensor& o
                    domino_buffer_t recv = out->buffer();
                    intra_->allgather(in->buffer(), recv);
                    out->publish();
-                 });
+                 }, is_blocking(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather_into_tensor_coalesced(
-    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs, const c10d::AllgatherOptions&) {
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs, const c10d::AllgatherOptions& opts) {
   const std::string at = where("allgather_into_tensor_coalesced");
   TORCH_CHECK(outputs.size() == inputs.size(), at, ": ", outputs.size(), " outputs for ", inputs.size(), " inputs");
   std::vector<std::pair<std::shared_ptr<StagedTensor>, std::shared_ptr<StagedTensor>>> pairs;
@@ -300,7 +317,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather_into_tensor_coalesc
                      intra_->allgather(in->buffer(), recv);
                      out->publish();
                    }
-                 });
+                 }, is_blocking(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::gather(std::vector<std::vector<at::Tensor>>& outputs,
@@ -326,7 +343,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::gather(std::vector<std::vecto
     domino_buffer_t recv = out ? out->buffer() : domino_buffer_t{nullptr, 0, in->buffer().dtype, -1};
     intra_->gather(in->buffer(), recv, root);
     if (out) out->publish();
-  });
+  }, is_blocking(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::scatter(std::vector<at::Tensor>& outputs,
@@ -352,7 +369,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::scatter(std::vector<at::Tenso
     const domino_buffer_t send = in ? in->buffer() : domino_buffer_t{nullptr, 0, recv.dtype, -1};
     intra_->scatter(send, recv, root);
     out->publish();
-  });
+  }, is_blocking(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter(std::vector<at::Tensor>& outputs,
@@ -371,7 +388,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter(std::vector<at
                    domino_buffer_t recv = out->buffer();
                    intra_->reduce_scatter(in->buffer(), recv, op);
                    out->publish();
-                 });
+                 }, is_blocking(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
@@ -389,7 +406,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::_reduce_scatter_base(at::Tens
                    domino_buffer_t recv = out->buffer();
                    intra_->reduce_scatter(in->buffer(), recv, op);
                    out->publish();
-                 });
+                 }, is_blocking(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter_tensor_coalesced(
@@ -413,7 +430,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter_tensor_coalesc
                      intra_->reduce_scatter(in->buffer(), recv, op);
                      out->publish();
                    }
-                 });
+                 }, is_blocking(opts));
 }
 
 namespace {
@@ -444,7 +461,7 @@ void split_layout(const at::Tensor& t, const std::vector<int64_t>& splits, int s
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::alltoall_base(at::Tensor& output, at::Tensor& input,
                                                                  std::vector<int64_t>& output_splits,
                                                                  std::vector<int64_t>& input_splits,
-                                                                 const c10d::AllToAllOptions&) {
+                                                                 const c10d::AllToAllOptions& opts) {
   const std::string at = where("all_to_all_single");
   TORCH_CHECK(output.scalar_type() == input.scalar_type(), at, ": output dtype ", output.scalar_type(),
               " differs from input dtype ", input.scalar_type());
@@ -469,12 +486,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::alltoall_base(at::Tensor& out
                    const auto rc = scaled((*layout)[2]), ro = scaled((*layout)[3]);
                    intra_->alltoall(send, sc.data(), so.data(), recv, rc.data(), ro.data());
                    out->publish();
-                 });
+                 }, is_blocking(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::alltoall(std::vector<at::Tensor>& outputs,
                                                             std::vector<at::Tensor>& inputs,
-                                                            const c10d::AllToAllOptions&) {
+                                                            const c10d::AllToAllOptions& opts) {
   const std::string at = where("all_to_all");
   TORCH_CHECK(outputs.size() == static_cast<size_t>(size_) && inputs.size() == static_cast<size_t>(size_), at,
               ": expected ", size_, " input and output tensors, got ", inputs.size(), " and ", outputs.size());
@@ -506,7 +523,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::alltoall(std::vector<at::Tens
     }
     intra_->alltoall(send, l[0].data(), l[1].data(), recv, l[2].data(), l[3].data());
     out->publish();
-  });
+  }, is_blocking(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::send(std::vector<at::Tensor>& tensors, int dst_rank, int tag) {
@@ -547,8 +564,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::recvAnysource(std::vector<at:
                  });
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::barrier(const c10d::BarrierOptions&) {
-  return enqueue(lane(lane_.get(), "barrier"), c10d::OpType::BARRIER, {}, [this](Work&) { intra_->barrier(); });
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::barrier(const c10d::BarrierOptions& opts) {
+  return enqueue(lane(lane_.get(), "barrier"), c10d::OpType::BARRIER, {}, [this](Work&) { intra_->barrier(); }, is_blocking(opts));
 }
 
 }  // namespace domino

@@ -87,10 +87,11 @@ class ProcessGroupDomino : public c10d::Backend {
  private:
   std::string label() const;
   std::string where(const char* op) const;
-  // Issues body on lane; the returned Work holds outputs alive until it completes.
+  // Issues body on lane; the returned Work holds outputs alive until it completes. A blocking
+  // caller (async_op=False) will wait at once, so the idle lane is not woken: the wait runs it.
   c10::intrusive_ptr<c10d::Work> enqueue(ProgressLane& lane, c10d::OpType type,
                                          std::vector<at::Tensor> outputs,
-                                         std::function<void(Work&)> body);
+                                         std::function<void(Work&)> body, bool blocking = false);
   ProgressLane& lane(ProgressLane* which, const char* op) const;
 
   c10::intrusive_ptr<Options> options_;

@@ -6,6 +6,8 @@
 
 #include <atomic>
 #include <exception>
+#include <functional>
+#include <mutex>
 #include <vector>
 
 namespace domino {
@@ -17,6 +19,11 @@ class Work : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
   std::vector<at::Tensor> result() override;
   int sourceRank() const override;
+  // Runs the job on the waiting thread when the lane has not started it (see ProgressLane).
+  bool wait(std::chrono::milliseconds timeout) override;
+
+  // Set once at issue: tries to run this work's job on the calling thread.
+  void set_run_now(std::function<bool()> run_now) { run_now_ = std::move(run_now); }
 
   // Called once by the progress lane.
   void complete();
@@ -26,7 +33,12 @@ class Work : public c10d::Work {
  private:
   std::vector<at::Tensor> outputs_;
   std::atomic<int> source_rank_{-1};
+  std::function<bool()> run_now_;
+  // Made on first request: blocking collectives never pay for one.
+  std::mutex future_mutex_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
+  bool finished_ = false;
+  std::exception_ptr error_;
 };
 
 }  // namespace domino

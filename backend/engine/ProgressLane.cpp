@@ -9,16 +9,44 @@ ProgressLane::~ProgressLane() {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
   }
-  ready_.notify_one();
+  ready_.notify_all();
   thread_.join();
 }
 
-void ProgressLane::submit(std::function<void()> job) {
+uint64_t ProgressLane::submit(std::function<void()> job, bool wake) {
+  uint64_t ticket = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    jobs_.push_back(std::move(job));
+    ticket = next_ticket_++;
+    jobs_.push_back({ticket, std::move(job)});
   }
-  ready_.notify_one();
+  if (wake) ready_.notify_all();
+  return ticket;
+}
+
+bool ProgressLane::run_now(uint64_t ticket) {
+  std::function<void()> job;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (running_ || jobs_.empty() || jobs_.front().ticket != ticket) return false;
+    job = std::move(jobs_.front().job);
+    jobs_.pop_front();
+    running_ = true;
+  }
+  job();
+  finish_one();
+  return true;
+}
+
+void ProgressLane::finish_one() {
+  bool lane_has_work = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    running_ = false;
+    lane_has_work = !jobs_.empty() || stopping_;
+  }
+  // Waking an idle lane for nothing costs two context switches per blocking collective.
+  if (lane_has_work) ready_.notify_all();
 }
 
 void ProgressLane::run() {
@@ -26,12 +54,14 @@ void ProgressLane::run() {
     std::function<void()> job;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      ready_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+      ready_.wait(lock, [this] { return (stopping_ && !running_) || (!running_ && !jobs_.empty()); });
       if (jobs_.empty()) return;
-      job = std::move(jobs_.front());
+      job = std::move(jobs_.front().job);
       jobs_.pop_front();
+      running_ = true;
     }
     job();
+    finish_one();
   }
 }
 

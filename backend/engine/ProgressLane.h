@@ -1,8 +1,11 @@
 // A thread that runs one group's communication jobs in the order they were issued, so callers get
-// a handle at once and their compute overlaps the transfer.
+// a handle at once and their compute overlaps the transfer. A caller that waits for a job the
+// thread has not started yet may run it itself (run_now): a blocking collective then costs no
+// thread hand-off at all, while an async one still overlaps.
 #pragma once
 
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -18,15 +21,28 @@ class ProgressLane {
   // Runs every job already queued, then joins.
   ~ProgressLane();
 
-  // Jobs must not throw: each reports its own outcome to its handle.
-  void submit(std::function<void()> job);
+  // Jobs must not throw: each reports its own outcome to its handle. Returns the job's ticket.
+  // wake=false leaves an idle lane asleep, for a job its caller is about to wait on (and so run
+  // itself through run_now); a busy lane still reaches it in order.
+  uint64_t submit(std::function<void()> job, bool wake = true);
+
+  // Runs job `ticket` on the calling thread if it is next in line and nothing is running.
+  // Returns false when the lane thread has it or earlier jobs are still pending.
+  bool run_now(uint64_t ticket);
 
  private:
+  struct Entry {
+    uint64_t ticket;
+    std::function<void()> job;
+  };
   void run();
+  void finish_one();
 
   std::mutex mutex_;
   std::condition_variable ready_;
-  std::deque<std::function<void()>> jobs_;
+  std::deque<Entry> jobs_;
+  uint64_t next_ticket_ = 1;
+  bool running_ = false;  // a job is executing, on the lane or on a caller
   bool stopping_ = false;
   std::thread thread_;
 };

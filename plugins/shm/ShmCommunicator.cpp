@@ -14,7 +14,9 @@
 namespace domino::shm {
 
 namespace {
-constexpr uint64_t kDefaultWorkspaceBytesPerRank = 4ull << 20;
+// Chunks that stay in L2 beat fewer, larger rounds; much smaller ones cost too many barriers
+// when ranks outnumber cores (measured with bench/cpp/shm_latency).
+constexpr uint64_t kDefaultSlotBytes = 512ull << 10;
 constexpr uint64_t kMinSlotBytes = 64ull << 10;
 constexpr uint64_t kDefaultSmallMessageBytes = 32ull << 10;
 constexpr uint64_t kChannelBytes = 128ull << 10;
@@ -60,7 +62,7 @@ ShmCommunicator::ShmCommunicator(const domino_comm_config_t& config)
   }
   const uint64_t workspace = config.workspace_bytes > 0
                                  ? config.workspace_bytes
-                                 : kDefaultWorkspaceBytesPerRank * static_cast<uint64_t>(size_);
+                                 : 2 * kDefaultSlotBytes * static_cast<uint64_t>(size_);
   const Deadline until = deadline();
   const Bootstrap bootstrap(config.bootstrap);
 
@@ -260,19 +262,28 @@ void ShmCommunicator::reduce_to(const domino_buffer_t& send, const domino_buffer
     return;
   }
 
+  // Each rank copies in only the slices its peers reduce; its own slice it reads in place.
   const size_t chunk = slot_bytes_ / element;
   const Deadline until = deadline();
   run_rounds(
       kind, mine, rounds_for(count, chunk),
       [&](size_t round) {
         const size_t offset = round * chunk;
-        std::memcpy(slot(rank_), in + offset * element, std::min(chunk, count - offset) * element);
+        const size_t n = std::min(chunk, count - offset);
+        for (int r = 0; r < size_; ++r) {
+          if (r == rank_) continue;
+          const auto [lo, hi] = slice_of(n, size_, r, element);
+          std::memcpy(slot(rank_) + lo * element, in + (offset + lo) * element, (hi - lo) * element);
+        }
       },
       [&](size_t round) {
         const size_t offset = round * chunk;
         const size_t n = std::min(chunk, count - offset);
         const auto [lo, hi] = slice_of(n, size_, rank_, element);
-        for (int r = 0; r < size_; ++r) inputs_[static_cast<size_t>(r)] = slot(r) + lo * element;
+        for (int r = 0; r < size_; ++r) {
+          inputs_[static_cast<size_t>(r)] =
+              r == rank_ ? static_cast<const void*>(in + (offset + lo) * element) : slot(r) + lo * element;
+        }
         reduce_buffers(slot(rank_) + lo * element, inputs_.data(), size_, hi - lo, send.dtype, op);
         meet(name, until);
         if (!receives) return;

@@ -43,14 +43,17 @@ template <class Ready, class Health>
 void wait_for(Ready&& ready, WaitWord& word, bool spin, Health&& health) {
   if (ready()) return;
   using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  // Spin by the clock, not by a count: the cost of a pause instruction varies 10x across CPUs.
   if (spin) {
-    for (int i = 0; i < 4096; ++i) {
-      if (ready()) return;
-      cpu_relax();
+    while (Clock::now() - start < std::chrono::microseconds(50)) {
+      for (int i = 0; i < 16; ++i) {
+        if (ready()) return;
+        cpu_relax();
+      }
     }
   }
-  const auto yield_until = Clock::now() + std::chrono::microseconds(100);
-  while (Clock::now() < yield_until) {
+  while (Clock::now() - start < std::chrono::microseconds(spin ? 150 : 100)) {
     if (ready()) return;
     sched_yield();
   }
