@@ -5,6 +5,8 @@
 
 #include <array>
 
+#include "HandleScope.h"
+#include "PriorityGuard.h"
 #include "StoreBootstrap.h"
 #include "TensorBuffer.h"
 #include "Work.h"
@@ -57,10 +59,13 @@ domino_redop_t to_redop(const c10d::ReduceOp& op, const std::string& where) {
 
 ProcessGroupDomino::ProcessGroupDomino(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                        int size, c10::intrusive_ptr<Options> options)
-    : c10d::Backend(rank, size), options_(std::move(options)) {
+    : c10d::Backend(rank, size), options_(std::move(options)), store_(store) {
   ParsedSettings parsed;
   try {
     parsed = parse_settings(domino_environment());
+    default_priority_ = options_->priority.empty()
+                            ? parsed.settings.priority
+                            : parse_priority(options_->priority, "ProcessGroupDomino.Options.priority");
   } catch (const ConfigError& e) {
     TORCH_CHECK_VALUE(false, "domino: init of ", label(), " failed: ", e.what());
   }
@@ -68,12 +73,19 @@ ProcessGroupDomino::ProcessGroupDomino(const c10::intrusive_ptr<c10d::Store>& st
   set_log_level(settings_.log_level);
   for (const std::string& warning : parsed.warnings) log_line(LogLevel::kWarn, rank, warning);
 
+  global_ranks_.assign(options_->global_ranks_in_group.begin(), options_->global_ranks_in_group.end());
+  if (global_ranks_.size() != static_cast<size_t>(size)) {
+    global_ranks_.resize(static_cast<size_t>(size));
+    for (int i = 0; i < size; ++i) global_ranks_[static_cast<size_t>(i)] = i;
+  }
+  group_name_ = options_->group_name.empty() ? "default" : options_->group_name;
+
   try {
     registry_ = std::make_unique<PluginRegistry>(settings_.plugin_path);
     const std::string intra =
         settings_.intra_transport == "auto" ? std::string("shm") : settings_.intra_transport;
-    const domino_plugin_v1_t* plugin = registry_->find(intra);
-    if (plugin == nullptr) {
+    plugin_ = registry_->find(intra);
+    if (plugin_ == nullptr) {
       std::string known;
       for (const auto& name : registry_->names()) known += (known.empty() ? "" : ", ") + name;
       TORCH_CHECK_VALUE(false, "domino: DOMINO_INTRA_TRANSPORT='", intra,
@@ -86,53 +98,72 @@ ProcessGroupDomino::ProcessGroupDomino(const c10::intrusive_ptr<c10d::Store>& st
                         "' names no loaded transport; accepted values: auto, or a plugin on "
                         "DOMINO_PLUGIN_PATH.");
     }
-    bootstrap_ = std::make_unique<StoreBootstrap>(store, "domino/intra/");
-    const std::vector<int64_t> global_ranks = [&] {
-      std::vector<int64_t> out(options_->global_ranks_in_group.begin(),
-                               options_->global_ranks_in_group.end());
-      if (out.size() != static_cast<size_t>(size)) {
-        out.resize(static_cast<size_t>(size));
-        for (int i = 0; i < size; ++i) out[static_cast<size_t>(i)] = i;
-      }
-      return out;
-    }();
-    const std::string group_name = options_->group_name.empty() ? "default" : options_->group_name;
-    domino_comm_config_t config{};
-    config.rank = rank;
-    config.size = size;
-    config.global_ranks = global_ranks.data();
-    config.group_name = group_name.c_str();
-    config.timeout_ms = options_->timeout.count();
-    config.workspace_bytes = settings_.shm_bytes;
-    config.chunk_bytes = settings_.chunk_bytes;
-    config.small_message_bytes =
-        settings_.algorithm == IntraAlgorithm::kDirect                  ? kDirectOnlyBytes
-        : settings_.algorithm == IntraAlgorithm::kReduceScatterAllGather ? kAlwaysChunked
-                                                                         : 0;
-    config.bootstrap = bootstrap_->table();
-    intra_ = std::make_unique<Communicator>(plugin, config);
+    // The normal lane's communicator also carries point-to-point traffic; make it now so that
+    // set-up errors surface at init.
+    communicator(static_cast<int>(Priority::kNormal));
   } catch (const TransportError& e) {
     C10_THROW_ERROR(DistBackendError, std::string("domino: init of ") + label() + " failed: " + e.what());
   }
-  lane_ = std::make_unique<ProgressLane>();
+  for (auto& lane : lanes_) lane = std::make_unique<ProgressLane>();
   send_lane_ = std::make_unique<ProgressLane>();
   recv_lane_ = std::make_unique<ProgressLane>();
   log_line(LogLevel::kInfo, rank,
-           label() + " ready: intra-host transport " + intra_->transport());
+           label() + " ready: intra-host transport " + plugin_->name + ", default lane " +
+               priority_name(default_priority_));
 }
 
 ProcessGroupDomino::~ProcessGroupDomino() { shutdown(); }
 
 void ProcessGroupDomino::shutdown() {
-  lane_.reset();
+  for (auto& lane : lanes_) lane.reset();
   send_lane_.reset();
   recv_lane_.reset();
-  intra_.reset();
-  bootstrap_.reset();
+  for (auto& lane : comms_) {
+    lane.comm.reset();
+    lane.bootstrap.reset();
+  }
 }
 
 const char* ProcessGroupDomino::intra_transport() const {
-  return intra_ != nullptr ? intra_->transport() : "none";
+  return plugin_ != nullptr ? plugin_->name : "none";
+}
+
+bool ProcessGroupDomino::higher_priority_pending(int lane) const {
+  for (int higher = 0; higher < lane; ++higher) {
+    if (pending_[static_cast<size_t>(higher)].load(std::memory_order_relaxed) > 0) return true;
+  }
+  return false;
+}
+
+Communicator& ProcessGroupDomino::communicator(int lane) {
+  LaneComm& slot = comms_[static_cast<size_t>(lane)];
+  if (slot.comm) return *slot.comm;
+  const Priority priority = static_cast<Priority>(lane);
+  slot.bootstrap = std::make_unique<StoreBootstrap>(store_, std::string("domino/") + priority_name(priority) + "/");
+  const std::string name = group_name_ + (priority == Priority::kNormal ? "" : std::string(":") + priority_name(priority));
+  domino_comm_config_t config{};
+  config.rank = rank_;
+  config.size = size_;
+  config.global_ranks = global_ranks_.data();
+  config.group_name = name.c_str();
+  config.timeout_ms = options_->timeout.count();
+  config.workspace_bytes = settings_.shm_bytes;
+  config.chunk_bytes = settings_.chunk_bytes;
+  config.small_message_bytes =
+      settings_.algorithm == IntraAlgorithm::kDirect                  ? kDirectOnlyBytes
+      : settings_.algorithm == IntraAlgorithm::kReduceScatterAllGather ? kAlwaysChunked
+                                                                       : 0;
+  config.bootstrap = slot.bootstrap->table();
+  if (lane > 0) {
+    config.should_pause = [](void* context) -> int {
+      auto* self = static_cast<std::pair<ProcessGroupDomino*, int>*>(context);
+      return self->first->higher_priority_pending(self->second) ? 1 : 0;
+    };
+    pause_contexts_[static_cast<size_t>(lane)] = {this, lane};
+    config.pause_context = &pause_contexts_[static_cast<size_t>(lane)];
+  }
+  slot.comm = std::make_unique<Communicator>(plugin_, config);
+  return *slot.comm;
 }
 
 std::string ProcessGroupDomino::label() const {
@@ -144,27 +175,33 @@ std::string ProcessGroupDomino::where(const char* op) const {
   return std::string("domino ") + op + " on " + label();
 }
 
-ProgressLane& ProcessGroupDomino::lane(ProgressLane* which, const char* op) const {
-  TORCH_CHECK(which != nullptr, where(op), ": the process group was shut down");
-  return *which;
-}
-
-c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(ProgressLane& lane, c10d::OpType type,
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(const char* op, c10d::OpType type,
                                                            std::vector<at::Tensor> outputs,
-                                                           std::function<void(Work&)> body,
-                                                           bool blocking) {
+                                                           std::function<void(Work&, Communicator&)> body,
+                                                           bool blocking, Route route) {
+  const int lane_index = route == Route::kCollective
+                             ? static_cast<int>(current_priority().value_or(default_priority_))
+                             : static_cast<int>(Priority::kNormal);
+  ProgressLane* lane = route == Route::kSend   ? send_lane_.get()
+                       : route == Route::kRecv ? recv_lane_.get()
+                                               : lanes_[static_cast<size_t>(lane_index)].get();
+  TORCH_CHECK(lane != nullptr, where(op), ": the process group was shut down");
   auto work = c10::make_intrusive<Work>(rank_, type, std::move(outputs));
   ++sequence_;
-  const uint64_t ticket = lane.submit([work, body = std::move(body)] {
+  std::atomic<int>* pending = route == Route::kCollective ? &pending_[static_cast<size_t>(lane_index)] : nullptr;
+  if (pending != nullptr) pending->fetch_add(1);
+  const uint64_t ticket = lane->submit([this, work, body = std::move(body), lane_index, pending] {
     try {
-      body(*work);
+      body(*work, communicator(lane_index));
       work->complete();
     } catch (const std::exception& e) {
       work->fail(as_backend_error(std::string("domino: ") + e.what()));
     }
+    if (pending != nullptr) pending->fetch_sub(1);
   }, /*wake=*/!blocking);
   // The lane drains before it is destroyed, so a work still waiting always finds it alive.
-  work->set_run_now([&lane, ticket] { return lane.run_now(ticket); });
+  work->set_run_now([lane, ticket] { return lane->run_now(ticket); });
+  HandleScope::record(work);
   return work;
 }
 
@@ -212,9 +249,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce(std::vector<at::Ten
   require_one("allreduce", tensors, at);
   const domino_redop_t op = checked_redop(opts.reduceOp, tensors[0], at);
   auto staged = std::make_shared<StagedTensor>(tensors[0]);
-  return enqueue(lane(lane_.get(), "allreduce"), c10d::OpType::ALLREDUCE, tensors, [this, staged, op](Work&) {
+  return enqueue("allreduce", c10d::OpType::ALLREDUCE, tensors, [this, staged, op](Work&, Communicator& comm) {
     domino_buffer_t buffer = staged->buffer();
-    intra_->allreduce(buffer, buffer, op);
+    comm.allreduce(buffer, buffer, op);
     staged->publish();
   }, is_blocking(opts));
 }
@@ -227,10 +264,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce_coalesced(
   const domino_redop_t op = checked_redop(opts.reduceOp, tensors[0], at);
   // One transfer for the whole list: the tensors travel end to end in one flat buffer.
   auto staged = std::make_shared<StagedList>(tensors, /*copy_in=*/true);
-  return enqueue(lane(lane_.get(), "allreduce_coalesced"), c10d::OpType::ALLREDUCE_COALESCED, tensors,
-                 [this, staged, op](Work&) {
+  return enqueue("allreduce_coalesced", c10d::OpType::ALLREDUCE_COALESCED, tensors,
+                 [this, staged, op](Work&, Communicator& comm) {
                    domino_buffer_t buffer = staged->buffer();
-                   intra_->allreduce(buffer, buffer, op);
+                   comm.allreduce(buffer, buffer, op);
                    staged->publish();
                  }, is_blocking(opts));
 }
@@ -242,10 +279,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::broadcast(std::vector<at::Ten
   const bool root = opts.rootRank == rank_;
   auto staged = std::make_shared<StagedTensor>(tensors[0], /*copy_in=*/root);
   const int root_rank = static_cast<int>(opts.rootRank);
-  return enqueue(lane(lane_.get(), "broadcast"), c10d::OpType::BROADCAST, tensors,
-                 [this, staged, root_rank](Work&) {
+  return enqueue("broadcast", c10d::OpType::BROADCAST, tensors,
+                 [this, staged, root_rank](Work&, Communicator& comm) {
                    domino_buffer_t buffer = staged->buffer();
-                   intra_->broadcast(buffer, root_rank);
+                   comm.broadcast(buffer, root_rank);
                    staged->publish();
                  }, is_blocking(opts));
 }
@@ -257,9 +294,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce(std::vector<at::Tensor
   const domino_redop_t op = checked_redop(opts.reduceOp, tensors[0], at);
   auto staged = std::make_shared<StagedTensor>(tensors[0]);
   const int root = static_cast<int>(opts.rootRank);
-  return enqueue(lane(lane_.get(), "reduce"), c10d::OpType::REDUCE, tensors, [this, staged, op, root](Work&) {
+  return enqueue("reduce", c10d::OpType::REDUCE, tensors, [this, staged, op, root](Work&, Communicator& comm) {
     domino_buffer_t buffer = staged->buffer();
-    intra_->reduce(buffer, buffer, op, root);
+    comm.reduce(buffer, buffer, op, root);
     if (root == rank_) staged->publish();
   }, is_blocking(opts));
 }
@@ -274,9 +311,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather(std::vector<std::ve
   require_same(inputs[0], outputs[0], inputs[0].numel(), at, "output");
   auto in = std::make_shared<StagedTensor>(inputs[0]);
   auto out = std::make_shared<StagedList>(outputs[0], /*copy_in=*/false);
-  return enqueue(lane(lane_.get(), "allgather"), c10d::OpType::ALLGATHER, outputs[0], [this, in, out](Work&) {
+  return enqueue("allgather", c10d::OpType::ALLGATHER, outputs[0], [this, in, out](Work&, Communicator& comm) {
     domino_buffer_t recv = out->buffer();
-    intra_->allgather(in->buffer(), recv);
+    comm.allgather(in->buffer(), recv);
     out->publish();
   }, is_blocking(opts));
 }
@@ -290,10 +327,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::_allgather_base(at::Tensor& o
               " differs from input dtype ", input.scalar_type());
   auto in = std::make_shared<StagedTensor>(input);
   auto out = std::make_shared<StagedTensor>(output, /*copy_in=*/false);
-  return enqueue(lane(lane_.get(), "all_gather_into_tensor"), c10d::OpType::_ALLGATHER_BASE, {output},
-                 [this, in, out](Work&) {
+  return enqueue("all_gather_into_tensor", c10d::OpType::_ALLGATHER_BASE, {output},
+                 [this, in, out](Work&, Communicator& comm) {
                    domino_buffer_t recv = out->buffer();
-                   intra_->allgather(in->buffer(), recv);
+                   comm.allgather(in->buffer(), recv);
                    out->publish();
                  }, is_blocking(opts));
 }
@@ -310,11 +347,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather_into_tensor_coalesc
     pairs.emplace_back(std::make_shared<StagedTensor>(inputs[i]),
                        std::make_shared<StagedTensor>(outputs[i], /*copy_in=*/false));
   }
-  return enqueue(lane(lane_.get(), "allgather_into_tensor_coalesced"),
-                 c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED, outputs, [this, pairs](Work&) {
+  return enqueue("allgather_into_tensor_coalesced",
+                 c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED, outputs, [this, pairs](Work&, Communicator& comm) {
                    for (const auto& [in, out] : pairs) {
                      domino_buffer_t recv = out->buffer();
-                     intra_->allgather(in->buffer(), recv);
+                     comm.allgather(in->buffer(), recv);
                      out->publish();
                    }
                  }, is_blocking(opts));
@@ -339,9 +376,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::gather(std::vector<std::vecto
   }
   auto in = std::make_shared<StagedTensor>(inputs[0]);
   std::vector<at::Tensor> held = rank_ == root ? outputs[0] : std::vector<at::Tensor>{};
-  return enqueue(lane(lane_.get(), "gather"), c10d::OpType::GATHER, held, [this, in, out, root](Work&) {
+  return enqueue("gather", c10d::OpType::GATHER, held, [this, in, out, root](Work&, Communicator& comm) {
     domino_buffer_t recv = out ? out->buffer() : domino_buffer_t{nullptr, 0, in->buffer().dtype, -1};
-    intra_->gather(in->buffer(), recv, root);
+    comm.gather(in->buffer(), recv, root);
     if (out) out->publish();
   }, is_blocking(opts));
 }
@@ -364,10 +401,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::scatter(std::vector<at::Tenso
                 ") may pass input tensors");
   }
   auto out = std::make_shared<StagedTensor>(outputs[0], /*copy_in=*/false);
-  return enqueue(lane(lane_.get(), "scatter"), c10d::OpType::SCATTER, outputs, [this, in, out, root](Work&) {
+  return enqueue("scatter", c10d::OpType::SCATTER, outputs, [this, in, out, root](Work&, Communicator& comm) {
     domino_buffer_t recv = out->buffer();
     const domino_buffer_t send = in ? in->buffer() : domino_buffer_t{nullptr, 0, recv.dtype, -1};
-    intra_->scatter(send, recv, root);
+    comm.scatter(send, recv, root);
     out->publish();
   }, is_blocking(opts));
 }
@@ -383,10 +420,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter(std::vector<at
   const domino_redop_t op = checked_redop(opts.reduceOp, outputs[0], at);
   auto in = std::make_shared<StagedList>(inputs[0], /*copy_in=*/true);
   auto out = std::make_shared<StagedTensor>(outputs[0], /*copy_in=*/false);
-  return enqueue(lane(lane_.get(), "reduce_scatter"), c10d::OpType::REDUCE_SCATTER, outputs,
-                 [this, in, out, op](Work&) {
+  return enqueue("reduce_scatter", c10d::OpType::REDUCE_SCATTER, outputs,
+                 [this, in, out, op](Work&, Communicator& comm) {
                    domino_buffer_t recv = out->buffer();
-                   intra_->reduce_scatter(in->buffer(), recv, op);
+                   comm.reduce_scatter(in->buffer(), recv, op);
                    out->publish();
                  }, is_blocking(opts));
 }
@@ -401,10 +438,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::_reduce_scatter_base(at::Tens
   const domino_redop_t op = checked_redop(opts.reduceOp, input, at);
   auto in = std::make_shared<StagedTensor>(input);
   auto out = std::make_shared<StagedTensor>(output, /*copy_in=*/false);
-  return enqueue(lane(lane_.get(), "reduce_scatter_tensor"), c10d::OpType::_REDUCE_SCATTER_BASE, {output},
-                 [this, in, out, op](Work&) {
+  return enqueue("reduce_scatter_tensor", c10d::OpType::_REDUCE_SCATTER_BASE, {output},
+                 [this, in, out, op](Work&, Communicator& comm) {
                    domino_buffer_t recv = out->buffer();
-                   intra_->reduce_scatter(in->buffer(), recv, op);
+                   comm.reduce_scatter(in->buffer(), recv, op);
                    out->publish();
                  }, is_blocking(opts));
 }
@@ -423,11 +460,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter_tensor_coalesc
     pairs.emplace_back(std::make_shared<StagedTensor>(inputs[i]),
                        std::make_shared<StagedTensor>(outputs[i], /*copy_in=*/false));
   }
-  return enqueue(lane(lane_.get(), "reduce_scatter_tensor_coalesced"),
-                 c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, outputs, [this, pairs, op](Work&) {
+  return enqueue("reduce_scatter_tensor_coalesced",
+                 c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, outputs, [this, pairs, op](Work&, Communicator& comm) {
                    for (const auto& [in, out] : pairs) {
                      domino_buffer_t recv = out->buffer();
-                     intra_->reduce_scatter(in->buffer(), recv, op);
+                     comm.reduce_scatter(in->buffer(), recv, op);
                      out->publish();
                    }
                  }, is_blocking(opts));
@@ -471,8 +508,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::alltoall_base(at::Tensor& out
   // A separate input buffer even when the caller aliases them: peers read it while we write.
   auto in = std::make_shared<StagedTensor>(input.is_same(output) ? input.clone() : input);
   auto out = std::make_shared<StagedTensor>(output, /*copy_in=*/false);
-  return enqueue(lane(lane_.get(), "all_to_all_single"), c10d::OpType::ALLTOALL_BASE, {output},
-                 [this, in, out, layout](Work&) {
+  return enqueue("all_to_all_single", c10d::OpType::ALLTOALL_BASE, {output},
+                 [this, in, out, layout](Work&, Communicator& comm) {
                    domino_buffer_t send = in->buffer(), recv = out->buffer();
                    const size_t scale = send.dtype == DOMINO_UINT8 && in->host().element_size() > 1
                                             ? static_cast<size_t>(in->host().element_size())
@@ -484,7 +521,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::alltoall_base(at::Tensor& out
                    };
                    const auto sc = scaled((*layout)[0]), so = scaled((*layout)[1]);
                    const auto rc = scaled((*layout)[2]), ro = scaled((*layout)[3]);
-                   intra_->alltoall(send, sc.data(), so.data(), recv, rc.data(), ro.data());
+                   comm.alltoall(send, sc.data(), so.data(), recv, rc.data(), ro.data());
                    out->publish();
                  }, is_blocking(opts));
 }
@@ -513,7 +550,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::alltoall(std::vector<at::Tens
   auto in = std::make_shared<StagedList>(inputs, /*copy_in=*/true);
   auto out = std::make_shared<StagedList>(outputs, /*copy_in=*/false);
   const auto element = static_cast<uint64_t>(inputs[0].element_size());
-  return enqueue(lane(lane_.get(), "all_to_all"), c10d::OpType::ALLTOALL, outputs, [this, in, out, layout, element](Work&) {
+  return enqueue("all_to_all", c10d::OpType::ALLTOALL, outputs, [this, in, out, layout, element](Work&, Communicator& comm) {
     domino_buffer_t send = in->buffer(), recv = out->buffer();
     std::array<std::vector<uint64_t>, 4> l = *layout;
     if (send.dtype == DOMINO_UINT8 && element > 1) {
@@ -521,7 +558,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::alltoall(std::vector<at::Tens
         for (auto& x : v) x *= element;
       }
     }
-    intra_->alltoall(send, l[0].data(), l[1].data(), recv, l[2].data(), l[3].data());
+    comm.alltoall(send, l[0].data(), l[1].data(), recv, l[2].data(), l[3].data());
     out->publish();
   }, is_blocking(opts));
 }
@@ -532,9 +569,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::send(std::vector<at::Tensor>&
   TORCH_CHECK(dst_rank >= 0 && dst_rank < size_ && dst_rank != rank_, at, ": destination ", dst_rank,
               " is not another rank of this group of ", size_);
   auto staged = std::make_shared<StagedTensor>(tensors[0]);
-  return enqueue(lane(send_lane_.get(), "send"), c10d::OpType::SEND, tensors, [this, staged, dst_rank, tag](Work&) {
-    intra_->send(staged->buffer(), dst_rank, tag);
-  });
+  return enqueue("send", c10d::OpType::SEND, tensors, [this, staged, dst_rank, tag](Work&, Communicator& comm) {
+    comm.send(staged->buffer(), dst_rank, tag);
+  }, /*blocking=*/false, Route::kSend);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::recv(std::vector<at::Tensor>& tensors, int src_rank, int tag) {
@@ -543,12 +580,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::recv(std::vector<at::Tensor>&
   TORCH_CHECK(src_rank >= 0 && src_rank < size_ && src_rank != rank_, at, ": source ", src_rank,
               " is not another rank of this group of ", size_);
   auto staged = std::make_shared<StagedTensor>(tensors[0], /*copy_in=*/false);
-  return enqueue(lane(recv_lane_.get(), "recv"), c10d::OpType::RECV, tensors,
-                 [this, staged, src_rank, tag](Work& work) {
+  return enqueue("recv", c10d::OpType::RECV, tensors,
+                 [this, staged, src_rank, tag](Work& work, Communicator& comm) {
                    domino_buffer_t buffer = staged->buffer();
-                   work.set_source_rank(intra_->recv(buffer, src_rank, tag));
+                   work.set_source_rank(comm.recv(buffer, src_rank, tag));
                    staged->publish();
-                 });
+                 }, /*blocking=*/false, Route::kRecv);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
@@ -556,16 +593,16 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::recvAnysource(std::vector<at:
   require_one("recv", tensors, at);
   TORCH_CHECK(size_ > 1, at, ": a group of one rank has nobody to receive from");
   auto staged = std::make_shared<StagedTensor>(tensors[0], /*copy_in=*/false);
-  return enqueue(lane(recv_lane_.get(), "recv"), c10d::OpType::RECVANYSOURCE, tensors,
-                 [this, staged, tag](Work& work) {
+  return enqueue("recv", c10d::OpType::RECVANYSOURCE, tensors,
+                 [this, staged, tag](Work& work, Communicator& comm) {
                    domino_buffer_t buffer = staged->buffer();
-                   work.set_source_rank(intra_->recv(buffer, -1, tag));
+                   work.set_source_rank(comm.recv(buffer, -1, tag));
                    staged->publish();
-                 });
+                 }, /*blocking=*/false, Route::kRecv);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::barrier(const c10d::BarrierOptions& opts) {
-  return enqueue(lane(lane_.get(), "barrier"), c10d::OpType::BARRIER, {}, [this](Work&) { intra_->barrier(); }, is_blocking(opts));
+  return enqueue("barrier", c10d::OpType::BARRIER, {}, [this](Work&, Communicator& comm) { comm.barrier(); }, is_blocking(opts));
 }
 
 }  // namespace domino

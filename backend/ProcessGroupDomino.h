@@ -5,12 +5,15 @@
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
 
 #include "config/Settings.h"
+#include "domino/plugin.h"
 
 namespace domino {
 
@@ -25,6 +28,8 @@ class ProcessGroupDomino : public c10d::Backend {
   struct Options : public c10d::Backend::Options {
     explicit Options(std::chrono::milliseconds timeout = kBackendDefaultTimeout)
         : c10d::Backend::Options("domino", timeout) {}
+    // The group's default lane ("high" | "normal" | "low"); empty: DOMINO_PRIORITY or normal.
+    std::string priority;
     static c10::intrusive_ptr<Options> create(
         std::chrono::milliseconds timeout = kBackendDefaultTimeout) {
       return c10::make_intrusive<Options>(timeout);
@@ -39,6 +44,7 @@ class ProcessGroupDomino : public c10d::Backend {
   c10::intrusive_ptr<c10d::Backend::Options> getBackendOptions() override { return options_; }
   const Settings& settings() const { return settings_; }
   const char* intra_transport() const;
+  Priority default_priority() const { return default_priority_; }
 
   c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
                                             const c10d::AllreduceOptions& opts = c10d::AllreduceOptions()) override;
@@ -81,30 +87,48 @@ class ProcessGroupDomino : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src_rank, int tag) override;
   c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts = c10d::BarrierOptions()) override;
-  uint64_t getSequenceNumberForGroup() override { return sequence_; }
+  uint64_t getSequenceNumberForGroup() override { return sequence_.load(); }
   void shutdown() override;
 
  private:
+  static constexpr int kLanes = 3;  // indexed by Priority: high, normal, low
+  enum class Route { kCollective, kSend, kRecv };
+
   std::string label() const;
   std::string where(const char* op) const;
-  // Issues body on lane; the returned Work holds outputs alive until it completes. A blocking
-  // caller (async_op=False) will wait at once, so the idle lane is not woken: the wait runs it.
-  c10::intrusive_ptr<c10d::Work> enqueue(ProgressLane& lane, c10d::OpType type,
+  // Issues body on the lane the calling thread's priority selects (or the send or receive lane).
+  // The returned Work holds outputs alive until it completes. A blocking caller
+  // (async_op=False) waits at once, so an idle lane is not woken: the wait runs the job itself.
+  c10::intrusive_ptr<c10d::Work> enqueue(const char* op, c10d::OpType type,
                                          std::vector<at::Tensor> outputs,
-                                         std::function<void(Work&)> body, bool blocking = false);
-  ProgressLane& lane(ProgressLane* which, const char* op) const;
+                                         std::function<void(Work&, Communicator&)> body,
+                                         bool blocking = false, Route route = Route::kCollective);
+  // The lane's communicator, created on its first collective (in that lane's thread: every rank
+  // reaches it in the same lane order, which is the contract).
+  Communicator& communicator(int lane);
+  bool higher_priority_pending(int lane) const;
 
   c10::intrusive_ptr<Options> options_;
   Settings settings_;
+  Priority default_priority_ = Priority::kNormal;
   std::unique_ptr<PluginRegistry> registry_;
-  std::unique_ptr<StoreBootstrap> bootstrap_;
-  std::unique_ptr<Communicator> intra_;
-  // Declared last, so they stop before the communicator goes. Point-to-point sends and receives
-  // have lanes of their own so that a send waiting for its receiver never blocks a receive.
-  std::unique_ptr<ProgressLane> lane_;
+  const domino_plugin_v1_t* plugin_ = nullptr;
+  c10::intrusive_ptr<c10d::Store> store_;
+  std::vector<int64_t> global_ranks_;
+  std::string group_name_;
+  struct LaneComm {
+    std::unique_ptr<StoreBootstrap> bootstrap;
+    std::unique_ptr<Communicator> comm;
+  };
+  std::array<LaneComm, kLanes> comms_;
+  std::array<std::atomic<int>, kLanes> pending_{};
+  std::array<std::pair<ProcessGroupDomino*, int>, kLanes> pause_contexts_{};
+  std::atomic<uint64_t> sequence_{0};
+  // Declared last, so they stop before the communicators go. Sends and receives have lanes of
+  // their own so that a send waiting for its receiver never blocks a receive.
+  std::array<std::unique_ptr<ProgressLane>, kLanes> lanes_;
   std::unique_ptr<ProgressLane> send_lane_;
   std::unique_ptr<ProgressLane> recv_lane_;
-  uint64_t sequence_ = 0;
 };
 
 }  // namespace domino

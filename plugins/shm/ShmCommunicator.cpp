@@ -1,5 +1,6 @@
 #include "ShmCommunicator.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -56,7 +57,9 @@ ShmCommunicator::ShmCommunicator(const domino_comm_config_t& config)
       group_label_(label_for(config)),
       timeout_(config.timeout_ms > 0 ? config.timeout_ms : 30 * 60 * 1000),
       small_message_bytes_(config.small_message_bytes > 0 ? config.small_message_bytes
-                                                          : kDefaultSmallMessageBytes) {
+                                                          : kDefaultSmallMessageBytes),
+      should_pause_(config.should_pause),
+      pause_context_(config.pause_context) {
   if (size_ < 1 || rank_ < 0 || rank_ >= size_) {
     invalid("shm: rank " + std::to_string(rank_) + " is outside a group of size " + std::to_string(size_));
   }
@@ -201,6 +204,14 @@ void ShmCommunicator::open_round(const OpDescriptor& mine, const char* op, Deadl
                            "the same sizes, dtypes and ops.");
 }
 
+void ShmCommunicator::yield_to_priority(Deadline until) const {
+  if (should_pause_ == nullptr) return;
+  // Peers simply wait at the next barrier meanwhile; the pause never outlasts the deadline.
+  while (should_pause_(pause_context_) != 0 && std::chrono::steady_clock::now() < until) {
+    sched_yield();
+  }
+}
+
 template <class Fill, class Drain>
 void ShmCommunicator::run_rounds(Op op, const OpDescriptor& mine, size_t rounds, Fill&& fill,
                                  Drain&& drain) {
@@ -208,6 +219,7 @@ void ShmCommunicator::run_rounds(Op op, const OpDescriptor& mine, size_t rounds,
   const Deadline until = deadline();
   rounds = std::max<size_t>(rounds, 1);
   for (size_t round = 0; round < rounds; ++round) {
+    if (round > 0) yield_to_priority(until);
     fill(round);
     if (round == 0) {
       open_round(mine, name, until);
@@ -495,6 +507,7 @@ void ShmCommunicator::alltoall(const domino_buffer_t& send, const uint64_t* send
   const size_t rounds = rounds_for(largest, per_peer);
   const Deadline until = deadline();
   for (size_t round = 0; round < rounds && largest > 0; ++round) {
+    if (round > 0) yield_to_priority(until);
     const size_t offset = round * per_peer;
     for (size_t d = 0; d < p; ++d) {
       if (send_counts[d] <= offset) continue;

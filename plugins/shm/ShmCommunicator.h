@@ -64,6 +64,8 @@ class ShmCommunicator {
                  int root, Op kind);
   void open_round(const OpDescriptor& mine, const char* op_name, Deadline deadline);
   void meet(const char* op_name, Deadline deadline);
+  // Between chunks: lets a higher-priority operation of this process go first.
+  void yield_to_priority(Deadline deadline) const;
   void close_round() { parity_ ^= 1u; }
   char* slot(int rank) const;
   Deadline deadline() const { return std::chrono::steady_clock::now() + timeout_; }
@@ -88,6 +90,8 @@ class ShmCommunicator {
   uint64_t sequence_ = 0;
   std::string broken_reason_;
   std::vector<const void*> inputs_;
+  int (*should_pause_)(void*) = nullptr;
+  void* pause_context_ = nullptr;
 };
 
 }  // namespace domino::shm

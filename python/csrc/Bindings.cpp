@@ -1,10 +1,13 @@
 // torch_domino._C: the backend class for torch.distributed's creator function, plus the
 // overlap configuration. The only translation unit that sees pybind11.
 #include <pybind11/chrono.h>
+#include <optional>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include "HandleScope.h"
+#include "PriorityGuard.h"
 #include "ProcessGroupDomino.h"
 #include "overlap/TransformerConfig.h"
 #include "plugins/common/Reduction.h"
@@ -12,8 +15,46 @@
 namespace py = pybind11;
 
 namespace {
-template <class T>
-using intrusive_class = py::class_<T, c10::intrusive_ptr<T>>;
+// Python context managers open and close these explicitly: the C++ objects are bound to the
+// thread's scope stack, so their lifetime must not depend on the garbage collector.
+class PyPriorityGuard {
+ public:
+  explicit PyPriorityGuard(const std::string& level) {
+    try {
+      guard_.emplace(domino::parse_priority(level));
+    } catch (const domino::ConfigError& e) {
+      throw py::value_error(std::string("torch_domino.priority: ") + e.what());
+    }
+  }
+  void release() { guard_.reset(); }
+
+ private:
+  std::optional<domino::PriorityGuard> guard_;
+};
+
+class PyHandleScope {
+ public:
+  void open() { scope_.emplace(); }
+  void wait() {
+    if (scope_) scope_->wait();
+  }
+  size_t size() const { return scope_ ? scope_->size() : 0; }
+  // Waits for every handle; raise=false drops their errors (another exception is in flight).
+  void close(bool raise) {
+    if (!scope_) return;
+    std::exception_ptr error;
+    try {
+      scope_->wait();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    scope_.reset();
+    if (raise && error) std::rethrow_exception(error);
+  }
+
+ private:
+  std::optional<domino::HandleScope> scope_;
+};
 }  // namespace
 
 PYBIND11_MODULE(_C, m) {
@@ -28,6 +69,8 @@ PYBIND11_MODULE(_C, m) {
            }),
            py::arg("timeout") = kBackendDefaultTimeout)
       .def_readwrite("_timeout", &domino::ProcessGroupDomino::Options::timeout)
+      .def_readwrite("priority", &domino::ProcessGroupDomino::Options::priority,
+                     "Default lane of the group: 'high', 'normal' or 'low' ('' = DOMINO_PRIORITY)")
       .def_readwrite("group_name", &domino::ProcessGroupDomino::Options::group_name)
       .def_readwrite("global_ranks_in_group",
                      &domino::ProcessGroupDomino::Options::global_ranks_in_group);
@@ -41,7 +84,24 @@ PYBIND11_MODULE(_C, m) {
            py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("options"),
            py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("options", &domino::ProcessGroupDomino::getBackendOptions)
-      .def_property_readonly("intra_transport", &domino::ProcessGroupDomino::intra_transport);
+      .def_property_readonly("intra_transport", &domino::ProcessGroupDomino::intra_transport)
+      .def_property_readonly("default_priority", [](const domino::ProcessGroupDomino& pg) {
+        return std::string(domino::priority_name(pg.default_priority()));
+      });
+
+  py::class_<PyPriorityGuard>(m, "_PriorityGuard")
+      .def(py::init<const std::string&>(), py::arg("level"))
+      .def("release", &PyPriorityGuard::release);
+  py::class_<PyHandleScope>(m, "_HandleScope")
+      .def(py::init<>())
+      .def("open", &PyHandleScope::open)
+      .def("wait", &PyHandleScope::wait, py::call_guard<py::gil_scoped_release>())
+      .def("close", &PyHandleScope::close, py::arg("raise_error"), py::call_guard<py::gil_scoped_release>())
+      .def("__len__", &PyHandleScope::size);
+  m.def("_current_priority", [] {
+    const auto p = domino::current_priority();
+    return p ? std::string(domino::priority_name(*p)) : std::string();
+  });
 
   m.def("reduction_isa", &domino::reduction_isa,
         "Instruction set the reduction kernels dispatched to on this CPU.");

@@ -7,7 +7,7 @@ Importing this package registers the backend for ``cpu`` and ``cuda`` devices, s
 
 from __future__ import annotations
 
-import os
+import contextlib
 from pathlib import Path
 
 import torch
@@ -16,12 +16,62 @@ import torch.distributed as dist
 from . import _C
 from ._C import Options, ProcessGroupDomino
 
-__all__ = ["Options", "ProcessGroupDomino", "BACKEND_NAME", "cmake_prefix_path"]
+__all__ = ["Options", "ProcessGroupDomino", "BACKEND_NAME", "cmake_prefix_path", "priority", "handles"]
 
 BACKEND_NAME = "domino"
 
 #: Directory to put on CMAKE_PREFIX_PATH so ``find_package(Domino)`` finds this installation.
 cmake_prefix_path = str(Path(__file__).resolve().parent / "share" / "cmake")
+
+
+@contextlib.contextmanager
+def priority(level: str):
+    """Collectives issued by this thread inside the block, on domino groups, use lane `level`.
+
+    ``"high"`` for tensor-parallel all-reduces on the critical path, ``"low"`` for bulk traffic
+    such as data-parallel gradient buckets (it pauses at chunk boundaries while a higher lane
+    has work), ``"normal"`` otherwise. Thread-local; blocks nest.
+    """
+    guard = _C._PriorityGuard(level)
+    try:
+        yield
+    finally:
+        guard.release()
+
+
+class handles:
+    """Collects every Work issued on a domino group by this thread inside the block.
+
+    Leaving the block waits for all of them and raises the first error. A handle the code
+    dropped unwaited is still waited, so no tensor is freed while in flight. If the block
+    raises, the handles are still waited and the block's exception propagates. Scopes nest; a
+    handle belongs to the innermost. ``scope.wait()`` waits early::
+
+        with torch_domino.handles() as scope:
+            dist.all_reduce(a, async_op=True)
+            dist.all_reduce(b, async_op=True)
+        # both done here
+    """
+
+    def __init__(self) -> None:
+        self._scope = None
+
+    def __enter__(self) -> "handles":
+        self._scope = _C._HandleScope()
+        self._scope.open()
+        return self
+
+    def wait(self) -> None:
+        if self._scope is not None:
+            self._scope.wait()
+
+    def __len__(self) -> int:
+        return len(self._scope) if self._scope is not None else 0
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        scope, self._scope = self._scope, None
+        scope.close(raise_error=exc_type is None)
+        return False
 
 
 def _create_backend(dist_options, backend_options):

@@ -246,3 +246,106 @@ def train(rank: int, world: int, kind: str, *args) -> list:
     import training
 
     return getattr(training, kind)(rank, world, *args)
+
+
+def overtake(rank: int, world: int, warm: bool) -> dict:
+    """A 64 MiB low-priority all-reduce, then a 4 KiB high-priority one: which finishes first?"""
+    import time
+
+    import torch_domino
+
+    if warm:  # lanes make their communicators on first use; time the steady state
+        for level in ("low", "high"):
+            with torch_domino.priority(level):
+                dist.all_reduce(torch.ones(1))
+    big, small = torch.ones(16 << 20), torch.ones(1024)
+    with torch_domino.priority("low"):
+        low = dist.all_reduce(big, async_op=True)
+    with torch_domino.priority("high"):
+        high = dist.all_reduce(small, async_op=True)
+    order = []
+    while len(order) < 2:
+        for name, work in (("high", high), ("low", low)):
+            if name not in order and work.is_completed():
+                order.append(name)
+        time.sleep(0.0002)
+    high.wait()
+    low.wait()
+    return {"order": order, "big_ok": bool((big == world).all()), "small_ok": bool((small == world).all())}
+
+
+def crossed(rank: int, world: int) -> dict:
+    """Rank 0 issues low then high, every other rank high then low: no deadlock, right results."""
+    import torch_domino
+
+    a, b = torch.full((1 << 20,), float(rank)), torch.full((257,), float(rank + 1))
+    issued = []
+
+    def low():
+        with torch_domino.priority("low"):
+            issued.append(dist.all_reduce(a, async_op=True))
+
+    def high():
+        with torch_domino.priority("high"):
+            issued.append(dist.all_reduce(b, async_op=True))
+
+    for step in ((low, high) if rank == 0 else (high, low)):
+        step()
+    for work in issued:
+        work.wait()
+    return {"a": a[0].item(), "b": b[0].item(),
+            "want_a": float(sum(range(world))), "want_b": float(sum(range(1, world + 1)))}
+
+
+def scope_waits_on_exit(rank: int, world: int) -> dict:
+    import torch_domino
+
+    tensors = [torch.full((1 << 18,), float(rank + i)) for i in range(3)]
+    with torch_domino.handles() as scope:
+        for t in tensors:
+            dist.all_reduce(t, async_op=True)  # handles dropped on purpose
+        inside = len(scope)
+    return {"inside": inside, "values": [t[0].item() for t in tensors],
+            "want": [float(sum(r + i for r in range(world))) for i in range(3)]}
+
+
+def scope_raises_first_error(rank: int, world: int) -> dict:
+    import torch_domino
+
+    try:
+        with torch_domino.handles():
+            dist.all_reduce(torch.ones(4), async_op=True)
+            dist.all_reduce(torch.ones(5 + rank), async_op=True)  # ranks disagree
+        return {"raised": None}
+    except RuntimeError as error:
+        after = torch.ones(2)
+        dist.all_reduce(after)
+        return {"raised": str(error), "after": after.tolist()}
+
+
+def scopes_nest(rank: int, world: int) -> dict:
+    import torch_domino
+
+    outer_t, inner_t = torch.ones(1 << 16), torch.ones(1 << 16)
+    with torch_domino.handles() as outer:
+        dist.all_reduce(outer_t, async_op=True)
+        with torch_domino.handles() as inner:
+            dist.all_reduce(inner_t, async_op=True)
+            inner_count = len(inner)
+        inner_done = bool((inner_t == world).all())
+        outer_count = len(outer)
+    return {"inner_count": inner_count, "outer_count": outer_count, "inner_done": inner_done,
+            "outer_done": bool((outer_t == world).all())}
+
+
+def scope_waits_despite_exception(rank: int, world: int) -> dict:
+    import torch_domino
+
+    big = torch.ones(8 << 20)
+    try:
+        with torch_domino.handles():
+            dist.all_reduce(big, async_op=True)
+            raise KeyError("user code failed")
+    except KeyError as error:
+        return {"propagated": str(error), "done": bool((big == world).all())}
+    return {"propagated": None}

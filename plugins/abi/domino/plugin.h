@@ -81,6 +81,11 @@ typedef struct domino_comm_config {
   uint64_t chunk_bytes;        /* pipeline chunk for large messages; 0 = plugin default */
   uint64_t small_message_bytes; /* at or below: latency-optimal algorithm; 0 = plugin default */
   const domino_bootstrap_t* bootstrap;
+  /* Asked between chunks of a long collective; nonzero means an operation of higher priority is
+   * in flight in this process, so pause at this chunk boundary until it returns zero. May be
+   * NULL. A plugin that cannot pause ignores it. */
+  int (*should_pause)(void* pause_context);
+  void* pause_context;
 } domino_comm_config_t;
 
 typedef struct domino_comm domino_comm_t; /* opaque, owned by the plugin */

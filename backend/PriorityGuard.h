@@ -1,0 +1,31 @@
+// Per-thread choice of lane: collectives issued on a domino group while a guard lives run on its
+// lane. Lanes are high, normal and low; a group's default comes from DOMINO_PRIORITY or its
+// options. Torch-free.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "config/Settings.h"
+
+namespace domino {
+
+class PriorityGuard {
+ public:
+  explicit PriorityGuard(Priority priority);
+  PriorityGuard(const PriorityGuard&) = delete;
+  PriorityGuard& operator=(const PriorityGuard&) = delete;
+  ~PriorityGuard();
+
+ private:
+  std::optional<Priority> previous_;
+};
+
+// The innermost guard's priority on this thread, if any.
+std::optional<Priority> current_priority();
+
+// "high" | "normal" | "low" (any case); throws ConfigError naming the accepted values.
+Priority parse_priority(const std::string& name, const std::string& what = "priority");
+const char* priority_name(Priority priority);
+
+}  // namespace domino
