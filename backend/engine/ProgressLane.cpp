@@ -1,8 +1,16 @@
 #include "ProgressLane.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 namespace domino {
 
-ProgressLane::ProgressLane() : thread_([this] { run(); }) {}
+ProgressLane::ProgressLane(int nice)
+    : thread_([this, nice] {
+        if (nice != 0) setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), nice);
+        run();
+      }) {}
 
 ProgressLane::~ProgressLane() {
   {

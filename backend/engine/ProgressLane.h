@@ -15,7 +15,9 @@ namespace domino {
 
 class ProgressLane {
  public:
-  ProgressLane();
+  // nice: the thread's niceness (Linux, per thread); a low lane runs nicer so that the caller's
+  // threads, which issue the urgent work, win the cores when ranks outnumber them.
+  explicit ProgressLane(int nice = 0);
   ProgressLane(const ProgressLane&) = delete;
   ProgressLane& operator=(const ProgressLane&) = delete;
   // Runs every job already queued, then joins.

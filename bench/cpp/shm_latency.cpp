@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
     config.workspace_bytes = workspace;
     config.bootstrap = bootstrap.table();
     domino::shm::ShmCommunicator comm(config);
+    if (rank == 0) std::printf("single-copy reads: %s\n", comm.single_copy() ? "on" : "off");
     for (size_t bytes : {size_t{8}, size_t{1} << 20, size_t{16} << 20}) {
       std::vector<float> data(bytes / 4, 1.0f);
       domino_buffer_t buffer{data.data(), data.size(), DOMINO_FLOAT32, -1};

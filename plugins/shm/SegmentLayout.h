@@ -11,7 +11,7 @@
 
 namespace domino::shm {
 
-constexpr uint64_t kSegmentMagic = 0x444f4d494e4f3032ull;  // "DOMINO02"
+constexpr uint64_t kSegmentMagic = 0x444f4d494e4f3033ull;  // "DOMINO03"
 constexpr size_t kCacheLine = 64;
 constexpr size_t kPage = 4096;
 
@@ -29,6 +29,8 @@ struct alignas(kCacheLine) RankControl {
   std::atomic<uint64_t> arrived_phase;  // the last barrier phase this rank reached
   std::atomic<int32_t> pid;
   OpDescriptor descriptor[2];  // indexed by round parity
+  uint64_t probe_address;      // a word in this rank's private memory, for the CMA probe
+  uint32_t can_read_peer;      // this rank read its neighbour's probe word directly
   WaitWord mailbox;            // bumped by any point-to-point progress that concerns this rank
 };
 

@@ -4,12 +4,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
+#include <thread>
 
 #include "../common/Bootstrap.h"
 #include "../common/Dtype.h"
 #include "../common/Reduction.h"
 #include "../common/TransportError.h"
+#include "CrossMemory.h"
 #include "FdHandoff.h"
 
 namespace domino::shm {
@@ -21,6 +24,10 @@ constexpr uint64_t kDefaultSlotBytes = 512ull << 10;
 constexpr uint64_t kMinSlotBytes = 64ull << 10;
 constexpr uint64_t kDefaultSmallMessageBytes = 32ull << 10;
 constexpr uint64_t kChannelBytes = 128ull << 10;
+// Above these sizes direct single-copy reads beat copying through the segment; below, the
+// system-call cost per read dominates (measured with python -m torch_domino.bench).
+constexpr size_t kSingleCopyAllreduceBytes = 1ull << 20;
+constexpr size_t kSingleCopyBytes = 64ull << 10;
 constexpr size_t kSliceAlignBytes = 64;
 
 std::string label_for(const domino_comm_config_t& c) {
@@ -108,6 +115,145 @@ ShmCommunicator::ShmCommunicator(const domino_comm_config_t& config)
   p2p_.emplace(header_, rank_, size_, &*barrier_, group_label_, timeout_);
   inputs_.resize(static_cast<size_t>(size_));
   meet("shared memory set-up", until);
+  probe_single_copy(until);
+}
+
+void ShmCommunicator::probe_single_copy(Deadline until) {
+  if (size_ < 2) return;
+  RankControl* controls = rank_controls(header_);
+  probe_word_ = kSegmentMagic ^ static_cast<uint64_t>(rank_);
+  controls[rank_].probe_address = reinterpret_cast<uint64_t>(&probe_word_);
+  meet("shared memory set-up", until);
+  const int next = (rank_ + 1) % size_;
+  uint64_t seen = 0;
+  const bool ok = cross_memory_read(controls[next].pid.load(), &seen,
+                                    reinterpret_cast<const void*>(controls[next].probe_address),
+                                    sizeof seen) == 0 &&
+                  seen == (kSegmentMagic ^ static_cast<uint64_t>(next));
+  controls[rank_].can_read_peer = ok ? 1 : 0;
+  meet("shared memory set-up", until);
+  // Every rank sees the same flags, so every rank takes the same path.
+  single_copy_ = true;
+  for (int r = 0; r < size_; ++r) single_copy_ = single_copy_ && controls[r].can_read_peer != 0;
+  peer_chunks_.assign(static_cast<size_t>(size_), std::vector<char>());
+}
+
+std::vector<ShmCommunicator::Addresses> ShmCommunicator::exchange_addresses(Op op, const OpDescriptor& mine,
+                                                                          const void* in, const void* out) {
+  std::vector<Addresses> all(static_cast<size_t>(size_));
+  const Addresses own{reinterpret_cast<uint64_t>(in), reinterpret_cast<uint64_t>(out)};
+  run_rounds(
+      op, mine, 1, [&](size_t) { std::memcpy(slot(rank_), &own, sizeof own); },
+      [&](size_t) {
+        for (int r = 0; r < size_; ++r) std::memcpy(&all[static_cast<size_t>(r)], slot(r), sizeof(Addresses));
+      });
+  return all;
+}
+
+void ShmCommunicator::read_peer(int peer, void* local, uint64_t remote, size_t bytes, const char* op) {
+  if (bytes == 0) return;
+  const int32_t pid = rank_controls(header_)[peer].pid.load();
+  const int error = cross_memory_read(pid, local, reinterpret_cast<const void*>(remote), bytes);
+  if (error == 0) return;
+  const bool gone = error == ESRCH || !process_alive(pid);
+  const std::string message =
+      std::string(op) + " on " + group_label_ + ": " +
+      (gone ? "rank " + std::to_string(peer) + " (pid " + std::to_string(pid) + ") exited mid-collective"
+            : "reading rank " + std::to_string(peer) + "'s buffer failed (" + std::strerror(error) + ")") +
+      ". The group cannot continue; destroy it and restart the job.";
+  barrier_->mark_broken("rank " + std::to_string(rank_) + ": " + message);
+  broken_reason_ = message;
+  throw TransportError(DOMINO_ERR_PEER, message);
+}
+
+void ShmCommunicator::allreduce_single_copy(const domino_buffer_t& send, const domino_buffer_t& recv,
+                                            domino_redop_t op, const OpDescriptor& mine) {
+  const size_t element = dtype_size(send.dtype);
+  const size_t count = send.count;
+  const auto* in = static_cast<const char*>(send.ptr);
+  auto* out = static_cast<char*>(recv.ptr);
+  const std::vector<Addresses> peers = exchange_addresses(Op::kAllreduce, mine, in, out);
+  const Deadline until = deadline();
+  const size_t chunk = slot_bytes_ / element;
+  // Reduce-scatter: this rank reduces its slice, reading the peers' inputs chunk by chunk.
+  const auto [lo, hi] = slice_of(count, size_, rank_, element);
+  for (size_t at = lo; at < hi; at += chunk) {
+    if (at > lo) yield_to_priority(until);
+    const size_t n = std::min(chunk, hi - at);
+    for (int q = 0; q < size_; ++q) {
+      if (q == rank_) {
+        inputs_[static_cast<size_t>(q)] = in + at * element;
+        continue;
+      }
+      auto& buffer = peer_chunks_[static_cast<size_t>(q)];
+      buffer.resize(std::max(buffer.size(), chunk * element));
+      read_peer(q, buffer.data(), peers[static_cast<size_t>(q)].in + at * element, n * element, "allreduce");
+      inputs_[static_cast<size_t>(q)] = buffer.data();
+    }
+    reduce_buffers(out + at * element, inputs_.data(), size_, n, send.dtype, op);
+  }
+  meet("allreduce", until);
+  // All-gather: read every other slice from the rank that reduced it.
+  for (int q = 0; q < size_; ++q) {
+    if (q == rank_) continue;
+    const auto [qlo, qhi] = slice_of(count, size_, q, element);
+    for (size_t at = qlo; at < qhi; at += chunk) {
+      yield_to_priority(until);
+      const size_t n = std::min(chunk, qhi - at);
+      read_peer(q, out + at * element, peers[static_cast<size_t>(q)].out + at * element, n * element, "allreduce");
+    }
+  }
+  meet("allreduce", until);  // nobody reads this rank's buffers any more
+}
+
+void ShmCommunicator::allgather_single_copy(const domino_buffer_t& send, const domino_buffer_t& recv,
+                                            const OpDescriptor& mine) {
+  const size_t element = dtype_size(send.dtype);
+  const size_t bytes = send.count * element;
+  const auto* in = static_cast<const char*>(send.ptr);
+  auto* out = static_cast<char*>(recv.ptr);
+  const std::vector<Addresses> peers = exchange_addresses(Op::kAllgather, mine, in, out);
+  const Deadline until = deadline();
+  char* own = out + static_cast<size_t>(rank_) * bytes;
+  if (own != in) std::memmove(own, in, bytes);
+  for (int q = 0; q < size_; ++q) {
+    if (q == rank_) continue;
+    for (size_t at = 0; at < bytes; at += slot_bytes_) {
+      yield_to_priority(until);
+      read_peer(q, out + static_cast<size_t>(q) * bytes + at, peers[static_cast<size_t>(q)].in + at,
+                std::min(slot_bytes_, bytes - at), "allgather");
+    }
+  }
+  meet("allgather", until);
+}
+
+void ShmCommunicator::reduce_scatter_single_copy(const domino_buffer_t& send, const domino_buffer_t& recv,
+                                                 domino_redop_t op, const OpDescriptor& mine) {
+  const size_t element = dtype_size(send.dtype);
+  const size_t count = recv.count;
+  const auto* in = static_cast<const char*>(send.ptr);
+  auto* out = static_cast<char*>(recv.ptr);
+  const std::vector<Addresses> peers = exchange_addresses(Op::kReduceScatter, mine, in, out);
+  const Deadline until = deadline();
+  const size_t chunk = slot_bytes_ / element;
+  const size_t block = static_cast<size_t>(rank_) * count;
+  for (size_t at = 0; at < count; at += chunk) {
+    if (at > 0) yield_to_priority(until);
+    const size_t n = std::min(chunk, count - at);
+    for (int q = 0; q < size_; ++q) {
+      if (q == rank_) {
+        inputs_[static_cast<size_t>(q)] = in + (block + at) * element;
+        continue;
+      }
+      auto& buffer = peer_chunks_[static_cast<size_t>(q)];
+      buffer.resize(std::max(buffer.size(), chunk * element));
+      read_peer(q, buffer.data(), peers[static_cast<size_t>(q)].in + (block + at) * element, n * element,
+                "reduce_scatter");
+      inputs_[static_cast<size_t>(q)] = buffer.data();
+    }
+    reduce_buffers(out + at * element, inputs_.data(), size_, n, send.dtype, op);
+  }
+  meet("reduce_scatter", until);
 }
 
 const char* ShmCommunicator::op_name(uint32_t op) {
@@ -207,8 +353,9 @@ void ShmCommunicator::open_round(const OpDescriptor& mine, const char* op, Deadl
 void ShmCommunicator::yield_to_priority(Deadline until) const {
   if (should_pause_ == nullptr) return;
   // Peers simply wait at the next barrier meanwhile; the pause never outlasts the deadline.
+  // Sleep rather than yield: the point is to hand this core to the urgent work.
   while (should_pause_(pause_context_) != 0 && std::chrono::steady_clock::now() < until) {
-    sched_yield();
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
 }
 
@@ -263,6 +410,10 @@ void ShmCommunicator::reduce_to(const domino_buffer_t& send, const domino_buffer
   auto* out = static_cast<char*>(recv.ptr);
   const OpDescriptor mine = describe_call(kind, send, op, root, count);
 
+  if (root < 0 && use_single_copy(count * element, kSingleCopyAllreduceBytes)) {
+    allreduce_single_copy(send, recv, op, mine);
+    return;
+  }
   if (count * element <= std::min(small_message_bytes_, slot_bytes_)) {
     run_rounds(
         kind, mine, 1, [&](size_t) { std::memcpy(slot(rank_), in, count * element); },
@@ -339,6 +490,10 @@ void ShmCommunicator::allgather(const domino_buffer_t& send, const domino_buffer
   auto* out = static_cast<char*>(recv.ptr);
   const size_t chunk = slot_bytes_ / element;
   const OpDescriptor mine = describe_call(Op::kAllgather, send, DOMINO_SUM, -1, count);
+  if (use_single_copy(recv.count * element, kSingleCopyBytes)) {
+    allgather_single_copy(send, recv, mine);
+    return;
+  }
   run_rounds(
       Op::kAllgather, mine, rounds_for(count, chunk),
       [&](size_t round) {
@@ -371,6 +526,10 @@ void ShmCommunicator::reduce_scatter(const domino_buffer_t& send, const domino_b
   auto* out = static_cast<char*>(recv.ptr);
   const size_t chunk = slot_bytes_ / element / static_cast<size_t>(size_);
   const OpDescriptor mine = describe_call(Op::kReduceScatter, send, op, -1, count);
+  if (use_single_copy(send.count * element, kSingleCopyBytes)) {
+    reduce_scatter_single_copy(send, recv, op, mine);
+    return;
+  }
   run_rounds(
       Op::kReduceScatter, mine, rounds_for(count, chunk),
       [&](size_t round) {

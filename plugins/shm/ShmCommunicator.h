@@ -41,6 +41,8 @@ class ShmCommunicator {
   int rank() const { return rank_; }
   int size() const { return size_; }
   size_t slot_bytes() const { return slot_bytes_; }
+  // Whether large messages go by direct single-copy reads (CrossMemory.h) in this group.
+  bool single_copy() const { return single_copy_; }
 
  private:
   enum class Op : uint32_t {
@@ -62,6 +64,22 @@ class ShmCommunicator {
   void run_rounds(Op op, const OpDescriptor& mine, size_t rounds, Fill&& fill, Drain&& drain);
   void reduce_to(const domino_buffer_t& send, const domino_buffer_t& recv, domino_redop_t op,
                  int root, Op kind);
+  // Single-copy variants: round 0 publishes each rank's buffer addresses, then every rank reads
+  // what it needs straight from its peers' buffers; a closing barrier keeps those buffers valid
+  // until everyone is done.
+  struct Addresses {
+    uint64_t in;
+    uint64_t out;
+  };
+  std::vector<Addresses> exchange_addresses(Op op, const OpDescriptor& mine, const void* in, const void* out);
+  void read_peer(int peer, void* local, uint64_t remote, size_t bytes, const char* op);
+  void allreduce_single_copy(const domino_buffer_t& send, const domino_buffer_t& recv, domino_redop_t op,
+                             const OpDescriptor& mine);
+  void allgather_single_copy(const domino_buffer_t& send, const domino_buffer_t& recv, const OpDescriptor& mine);
+  void reduce_scatter_single_copy(const domino_buffer_t& send, const domino_buffer_t& recv,
+                                  domino_redop_t op, const OpDescriptor& mine);
+  void probe_single_copy(Deadline deadline);
+  bool use_single_copy(size_t bytes, size_t threshold) const { return single_copy_ && bytes > threshold; }
   void open_round(const OpDescriptor& mine, const char* op_name, Deadline deadline);
   void meet(const char* op_name, Deadline deadline);
   // Between chunks: lets a higher-priority operation of this process go first.
@@ -90,6 +108,9 @@ class ShmCommunicator {
   uint64_t sequence_ = 0;
   std::string broken_reason_;
   std::vector<const void*> inputs_;
+  bool single_copy_ = false;
+  uint64_t probe_word_ = 0;
+  std::vector<std::vector<char>> peer_chunks_;  // per peer: one chunk read from it, then reduced
   int (*should_pause_)(void*) = nullptr;
   void* pause_context_ = nullptr;
 };

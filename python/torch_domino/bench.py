@@ -14,6 +14,7 @@ a batch's time is the slowest rank's. Results go to CSV, Markdown and a PNG plot
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import datetime
 import json
@@ -93,7 +94,7 @@ def worker(args: argparse.Namespace) -> None:
                     call = lambda: dist.all_gather_into_tensor(big, small)  # noqa: E731
                 else:
                     call = lambda: dist.reduce_scatter_tensor(small, big)  # noqa: E731
-            for _ in range(2):
+            for _ in range(20 if nbytes < (1 << 20) else 2):  # first sizes also warm the process
                 call()
             start = time.perf_counter()
             call()
@@ -113,6 +114,95 @@ def worker(args: argparse.Namespace) -> None:
                                          "time_us_median": statistics.median(samples) * 1e6}),
                       flush=True)
     dist.destroy_process_group()
+
+
+def priority_worker(args: argparse.Namespace) -> None:
+    """4 KiB all-reduce latency alone and behind 64 MiB all-reduces, with and without lanes."""
+    import torch
+    import torch.distributed as dist
+
+    import torch_domino
+
+    torch.set_num_threads(1)
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    dist.init_process_group(args.backend, init_method=args.init, rank=rank, world_size=world,
+                            timeout=datetime.timedelta(seconds=300))
+    lanes = args.backend == "domino" and args.lanes
+    small, big = torch.ones(1024), torch.ones(16 << 20)
+
+    def lane(level):
+        return torch_domino.priority(level) if lanes else contextlib.nullcontext()
+
+    for level in ("low", "high"):
+        with lane(level):
+            dist.all_reduce(torch.ones(1))
+    results = {}
+    for mode in ("alone", "loaded"):
+        samples = []
+        for i in range(args.samples if mode == "alone" else args.loaded_samples):
+            background = None
+            if mode == "loaded":
+                with lane("low"):
+                    background = dist.all_reduce(big, async_op=True)
+            dist.barrier() if mode == "alone" and i % 50 == 0 else None
+            start = time.perf_counter()
+            with lane("high"):
+                dist.all_reduce(small)
+            samples.append((time.perf_counter() - start) * 1e6)
+            if background is not None:
+                background.wait()
+        samples.sort()
+        results[mode] = {"p50_us": samples[len(samples) // 2],
+                         "p99_us": samples[min(len(samples) - 1, int(len(samples) * 0.99))],
+                         "samples": len(samples)}
+    if rank == 0:
+        print(MARK + json.dumps(results), flush=True)
+    dist.destroy_process_group()
+
+
+def run_priority_suite(args: argparse.Namespace) -> list[dict]:
+    rows = []
+    configs = [("domino", True, "domino, high lane over low lane"),
+               ("domino", False, "domino, single lane"),
+               ("gloo", False, "gloo")]
+    for backend, lanes, label in configs:
+        with tempfile.TemporaryDirectory(prefix="domino-bench-") as tmp:
+            procs = []
+            for rank in range(2):
+                env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", OMP_NUM_THREADS="1")
+                cmd = [sys.executable, "-m", "torch_domino.bench", "--worker-priority", "--backend", backend,
+                       "--init", f"file://{tmp}/store", "--samples", str(args.samples),
+                       "--loaded-samples", str(args.loaded_samples)] + (["--lanes"] if lanes else [])
+                procs.append(subprocess.Popen(cmd, env=env, text=True, stdout=subprocess.PIPE,
+                                              stderr=subprocess.DEVNULL))
+            for line in procs[0].stdout:
+                if line.startswith(MARK):
+                    result = json.loads(line[len(MARK):])
+                    for mode, stats in result.items():
+                        row = {"config": label, "mode": mode, **stats}
+                        rows.append(row)
+                        print(f"  [{label:<32}] 4 KiB all_reduce {mode:<6}: p50 {stats['p50_us']:8.1f} us"
+                              f"  p99 {stats['p99_us']:8.1f} us  ({stats['samples']} samples)", flush=True)
+            for p in procs:
+                p.wait()
+    return rows
+
+
+def write_priority_outputs(rows: list[dict], out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "priority.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["config", "mode", "p50_us", "p99_us", "samples"])
+        w.writeheader()
+        for row in rows:
+            w.writerow({k: (round(v, 2) if isinstance(v, float) else v) for k, v in row.items()})
+    lines = ["| configuration | alone p50 us | alone p99 us | under 64 MiB load p50 us | under load p99 us | p99 loaded / p50 alone |",
+             "|---|---|---|---|---|---|"]
+    for config in dict.fromkeys(r["config"] for r in rows):
+        alone = next(r for r in rows if r["config"] == config and r["mode"] == "alone")
+        loaded = next(r for r in rows if r["config"] == config and r["mode"] == "loaded")
+        lines.append(f"| {config} | {alone['p50_us']:.1f} | {alone['p99_us']:.1f} | {loaded['p50_us']:.1f} | "
+                     f"{loaded['p99_us']:.1f} | {loaded['p99_us'] / alone['p50_us']:.1f}x |")
+    (out / "priority.md").write_text("\n".join(lines) + "\n")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -286,12 +376,28 @@ def main(argv=None) -> int:
                         help="time budget per size, all repeats together")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--out", type=Path, default=Path("bench/results"))
+    parser.add_argument("--suite", choices=["collectives", "priority"], default="collectives",
+                        help="priority: 4 KiB all-reduce p50/p99 alone and behind 64 MiB ones "
+                             "(domino lanes, domino single lane, gloo; world 2)")
+    parser.add_argument("--samples", type=int, default=2000, help="priority suite: samples alone")
+    parser.add_argument("--loaded-samples", type=int, default=200,
+                        help="priority suite: samples under load (one 64 MiB all-reduce each)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--worker-priority", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--lanes", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--backend", help=argparse.SUPPRESS)
     parser.add_argument("--init", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         worker(args)
+        return 0
+    if args.worker_priority:
+        priority_worker(args)
+        return 0
+    if args.suite == "priority":
+        rows = run_priority_suite(args)
+        write_priority_outputs(rows, args.out)
+        print((args.out / "priority.md").read_text())
         return 0
     rows: list[dict] = []
     started = time.time()
