@@ -159,6 +159,7 @@ Communicator& ProcessGroupDomino::communicator(int lane) {
       settings_.algorithm == IntraAlgorithm::kDirect                  ? kDirectOnlyBytes
       : settings_.algorithm == IntraAlgorithm::kReduceScatterAllGather ? kAlwaysChunked
                                                                        : 0;
+  config.single_copy = settings_.single_copy ? 0 : -1;
   config.bootstrap = slot.bootstrap->table();
   if (lane > 0) {
     config.should_pause = [](void* context) -> int {

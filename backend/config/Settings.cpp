@@ -66,7 +66,7 @@ const std::vector<std::string>& known_variables() {
   static const std::vector<std::string> names = {
       "DOMINO_HOST_ID",     "DOMINO_ALGO",       "DOMINO_INTRA_TRANSPORT", "DOMINO_INTER_TRANSPORT",
       "DOMINO_PRIORITY",    "DOMINO_CHUNK_BYTES", "DOMINO_SHM_BYTES",      "DOMINO_TOPO_FILE",
-      "DOMINO_PLUGIN_PATH", "DOMINO_LOG"};
+      "DOMINO_PLUGIN_PATH", "DOMINO_LOG",          "DOMINO_SINGLE_COPY"};
   return names;
 }
 
@@ -130,6 +130,8 @@ ParsedSettings parse_settings(const std::map<std::string, std::string>& env) {
       s.topology_file = value;
     } else if (name == "DOMINO_PLUGIN_PATH") {
       s.plugin_path = split_path(value);
+    } else if (name == "DOMINO_SINGLE_COPY") {
+      s.single_copy = choose<bool>(name, value, {{"auto", true}, {"off", false}});
     } else if (name == "DOMINO_LOG") {
       s.log_level = choose<LogLevel>(name, value,
                                      {{"error", LogLevel::kError},

@@ -21,6 +21,7 @@ struct Settings {
   Priority priority = Priority::kNormal;
   uint64_t chunk_bytes = 0;  // 0: transport default
   uint64_t shm_bytes = 0;    // 0: transport default
+  bool single_copy = true;   // large messages read straight from peer processes where permitted
   std::string topology_file;
   std::vector<std::string> plugin_path;
   LogLevel log_level = LogLevel::kWarn;

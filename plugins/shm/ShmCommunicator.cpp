@@ -115,7 +115,7 @@ ShmCommunicator::ShmCommunicator(const domino_comm_config_t& config)
   p2p_.emplace(header_, rank_, size_, &*barrier_, group_label_, timeout_);
   inputs_.resize(static_cast<size_t>(size_));
   meet("shared memory set-up", until);
-  probe_single_copy(until);
+  if (config.single_copy >= 0) probe_single_copy(until);
 }
 
 void ShmCommunicator::probe_single_copy(Deadline until) {

@@ -63,6 +63,9 @@ def sizes(min_bytes: int, max_bytes: int):
 # One rank of one backend: times every op and size, rank 0 prints a JSON line per result.
 # ----------------------------------------------------------------------------------------------
 def worker(args: argparse.Namespace) -> None:
+    import warnings
+
+    warnings.filterwarnings("ignore", category=FutureWarning)  # torch 2.14 renames *_into_tensor
     import torch
     import torch.distributed as dist
 

@@ -67,7 +67,9 @@ TEST(Settings, EveryKnownVariableIsAccepted) {
   for (const auto& name : known_variables()) {
     EXPECT_EQ(name.rfind("DOMINO_", 0), 0u) << name;
   }
-  EXPECT_EQ(known_variables().size(), 10u);
+  EXPECT_EQ(known_variables().size(), 11u);
+  EXPECT_FALSE(parse_settings({{"DOMINO_SINGLE_COPY", "off"}}).settings.single_copy);
+  EXPECT_THROW(parse_settings({{"DOMINO_SINGLE_COPY", "on"}}), ConfigError);
 }
 
 }  // namespace

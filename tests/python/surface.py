@@ -83,7 +83,7 @@ def check(failures: list, what: str, got, want, dtype) -> None:
         failures.append(f"{what}: got {got.flatten()[:6].tolist()} want {want.flatten()[:6].tolist()}")
 
 
-def run_surface(rank: int, world: int, group=None, sizes=(0, 1, 37, 70000)) -> list:
+def run_surface(rank: int, world: int, group=None, sizes=(0, 1, 37, 70000, 300000)) -> list:
     """All ops on `group` (default: world); returns failure descriptions."""
     failures: list = []
     me = dist.get_rank(group) if group is not None else rank

@@ -80,6 +80,7 @@ typedef struct domino_comm_config {
   uint64_t workspace_bytes;    /* per-communicator staging budget; 0 = plugin default */
   uint64_t chunk_bytes;        /* pipeline chunk for large messages; 0 = plugin default */
   uint64_t small_message_bytes; /* at or below: latency-optimal algorithm; 0 = plugin default */
+  int32_t single_copy;          /* large messages read straight from peers: 0 auto, -1 never */
   const domino_bootstrap_t* bootstrap;
   /* Asked between chunks of a long collective; nonzero means an operation of higher priority is
    * in flight in this process, so pause at this chunk boundary until it returns zero. May be
