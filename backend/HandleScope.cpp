@@ -6,7 +6,9 @@ namespace {
 thread_local HandleScope* t_innermost = nullptr;
 }
 
-HandleScope::HandleScope() : outer_(t_innermost) { t_innermost = this; }
+HandleScope::HandleScope() : outer_(t_innermost) {
+  t_innermost = this;
+}
 
 HandleScope::~HandleScope() {
   wait_all();

@@ -66,9 +66,10 @@ ProcessGroupDomino::ProcessGroupDomino(const c10::intrusive_ptr<c10d::Store>& st
   ParsedSettings parsed;
   try {
     parsed = parse_settings(domino_environment());
-    default_priority_ = options_->priority.empty()
-                            ? parsed.settings.priority
-                            : parse_priority(options_->priority, "ProcessGroupDomino.Options.priority");
+    default_priority_ =
+        options_->priority.empty()
+            ? parsed.settings.priority
+            : parse_priority(options_->priority, "ProcessGroupDomino.Options.priority");
   } catch (const ConfigError& e) {
     TORCH_CHECK_VALUE(false, "domino: init of ", label(), " failed: ", e.what());
   }
@@ -76,7 +77,8 @@ ProcessGroupDomino::ProcessGroupDomino(const c10::intrusive_ptr<c10d::Store>& st
   set_log_level(settings_.log_level);
   for (const std::string& warning : parsed.warnings) log_line(LogLevel::kWarn, rank, warning);
 
-  global_ranks_.assign(options_->global_ranks_in_group.begin(), options_->global_ranks_in_group.end());
+  global_ranks_.assign(options_->global_ranks_in_group.begin(),
+                       options_->global_ranks_in_group.end());
   if (global_ranks_.size() != static_cast<size_t>(size)) {
     global_ranks_.resize(static_cast<size_t>(size));
     for (int i = 0; i < size; ++i) global_ranks_[static_cast<size_t>(i)] = i;
@@ -105,11 +107,12 @@ ProcessGroupDomino::ProcessGroupDomino(const c10::intrusive_ptr<c10d::Store>& st
     // set-up errors surface at init.
     communicator(static_cast<int>(Priority::kNormal));
   } catch (const TransportError& e) {
-    C10_THROW_ERROR(DistBackendError, std::string("domino: init of ") + label() + " failed: " + e.what());
+    C10_THROW_ERROR(DistBackendError,
+                    std::string("domino: init of ") + label() + " failed: " + e.what());
   }
   for (int lane = 0; lane < kLanes; ++lane) {
-    lanes_[static_cast<size_t>(lane)] =
-        std::make_unique<ProgressLane>(static_cast<Priority>(lane) == Priority::kLow ? kLowLaneNice : 0);
+    lanes_[static_cast<size_t>(lane)] = std::make_unique<ProgressLane>(
+        static_cast<Priority>(lane) == Priority::kLow ? kLowLaneNice : 0);
   }
   send_lane_ = std::make_unique<ProgressLane>();
   recv_lane_ = std::make_unique<ProgressLane>();
@@ -118,7 +121,9 @@ ProcessGroupDomino::ProcessGroupDomino(const c10::intrusive_ptr<c10d::Store>& st
                priority_name(default_priority_));
 }
 
-ProcessGroupDomino::~ProcessGroupDomino() { shutdown(); }
+ProcessGroupDomino::~ProcessGroupDomino() {
+  shutdown();
+}
 
 void ProcessGroupDomino::shutdown() {
   for (auto& lane : lanes_) lane.reset();
@@ -145,8 +150,11 @@ Communicator& ProcessGroupDomino::communicator(int lane) {
   LaneComm& slot = comms_[static_cast<size_t>(lane)];
   if (slot.comm) return *slot.comm;
   const Priority priority = static_cast<Priority>(lane);
-  slot.bootstrap = std::make_unique<StoreBootstrap>(store_, std::string("domino/") + priority_name(priority) + "/");
-  const std::string name = group_name_ + (priority == Priority::kNormal ? "" : std::string(":") + priority_name(priority));
+  slot.bootstrap = std::make_unique<StoreBootstrap>(
+      store_, std::string("domino/") + priority_name(priority) + "/");
+  const std::string name =
+      group_name_ +
+      (priority == Priority::kNormal ? "" : std::string(":") + priority_name(priority));
   domino_comm_config_t config{};
   config.rank = rank_;
   config.size = size_;
@@ -155,10 +163,10 @@ Communicator& ProcessGroupDomino::communicator(int lane) {
   config.timeout_ms = options_->timeout.count();
   config.workspace_bytes = settings_.shm_bytes;
   config.chunk_bytes = settings_.chunk_bytes;
-  config.small_message_bytes =
-      settings_.algorithm == IntraAlgorithm::kDirect                  ? kDirectOnlyBytes
-      : settings_.algorithm == IntraAlgorithm::kReduceScatterAllGather ? kAlwaysChunked
-                                                                       : 0;
+  config.small_message_bytes = settings_.algorithm == IntraAlgorithm::kDirect ? kDirectOnlyBytes
+                               : settings_.algorithm == IntraAlgorithm::kReduceScatterAllGather
+                                   ? kAlwaysChunked
+                                   : 0;
   config.single_copy = settings_.single_copy ? 0 : -1;
   config.bootstrap = slot.bootstrap->table();
   if (lane > 0) {
@@ -174,7 +182,8 @@ Communicator& ProcessGroupDomino::communicator(int lane) {
 }
 
 std::string ProcessGroupDomino::label() const {
-  return "group '" + (options_->group_name.empty() ? std::string("default") : options_->group_name) +
+  return "group '" +
+         (options_->group_name.empty() ? std::string("default") : options_->group_name) +
          "' (rank " + std::to_string(rank_) + " of " + std::to_string(size_) + ")";
 }
 
@@ -182,10 +191,9 @@ std::string ProcessGroupDomino::where(const char* op) const {
   return std::string("domino ") + op + " on " + label();
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(const char* op, c10d::OpType type,
-                                                           std::vector<at::Tensor> outputs,
-                                                           std::function<void(Work&, Communicator&)> body,
-                                                           bool blocking, Route route) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
+    const char* op, c10d::OpType type, std::vector<at::Tensor> outputs,
+    std::function<void(Work&, Communicator&)> body, bool blocking, Route route) {
   const int lane_index = route == Route::kCollective
                              ? static_cast<int>(current_priority().value_or(default_priority_))
                              : static_cast<int>(Priority::kNormal);
@@ -195,17 +203,20 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(const char* op, c10d:
   TORCH_CHECK(lane != nullptr, where(op), ": the process group was shut down");
   auto work = c10::make_intrusive<Work>(rank_, type, std::move(outputs));
   ++sequence_;
-  std::atomic<int>* pending = route == Route::kCollective ? &pending_[static_cast<size_t>(lane_index)] : nullptr;
+  std::atomic<int>* pending =
+      route == Route::kCollective ? &pending_[static_cast<size_t>(lane_index)] : nullptr;
   if (pending != nullptr) pending->fetch_add(1);
-  const uint64_t ticket = lane->submit([this, work, body = std::move(body), lane_index, pending] {
-    try {
-      body(*work, communicator(lane_index));
-      work->complete();
-    } catch (const std::exception& e) {
-      work->fail(as_backend_error(std::string("domino: ") + e.what()));
-    }
-    if (pending != nullptr) pending->fetch_sub(1);
-  }, /*wake=*/!blocking);
+  const uint64_t ticket = lane->submit(
+      [this, work, body = std::move(body), lane_index, pending] {
+        try {
+          body(*work, communicator(lane_index));
+          work->complete();
+        } catch (const std::exception& e) {
+          work->fail(as_backend_error(std::string("domino: ") + e.what()));
+        }
+        if (pending != nullptr) pending->fetch_sub(1);
+      },
+      /*wake=*/!blocking);
   // The lane drains before it is destroyed, so a work still waiting always finds it alive.
   work->set_run_now([lane, ticket] { return lane->run_now(ticket); });
   HandleScope::record(work);
@@ -235,13 +246,15 @@ void require_same(const at::Tensor& reference, const std::vector<at::Tensor>& te
                   int64_t numel, const std::string& where, const char* what) {
   for (size_t i = 0; i < tensors.size(); ++i) {
     TORCH_CHECK(tensors[i].scalar_type() == reference.scalar_type(), where, ": ", what, "[", i,
-                "] has dtype ", tensors[i].scalar_type(), " but the input has ", reference.scalar_type());
+                "] has dtype ", tensors[i].scalar_type(), " but the input has ",
+                reference.scalar_type());
     TORCH_CHECK(numel < 0 || tensors[i].numel() == numel, where, ": ", what, "[", i, "] has ",
                 tensors[i].numel(), " elements, expected ", numel);
   }
 }
 
-domino_redop_t checked_redop(const c10d::ReduceOp& op, const at::Tensor& t, const std::string& where) {
+domino_redop_t checked_redop(const c10d::ReduceOp& op, const at::Tensor& t,
+                             const std::string& where) {
   const domino_redop_t redop = to_redop(op, where);
   const std::string unsupported =
       reduction_unsupported_reason(to_domino_dtype(t.scalar_type(), where), redop);
@@ -256,11 +269,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce(std::vector<at::Ten
   require_one("allreduce", tensors, at);
   const domino_redop_t op = checked_redop(opts.reduceOp, tensors[0], at);
   auto staged = std::make_shared<StagedTensor>(tensors[0]);
-  return enqueue("allreduce", c10d::OpType::ALLREDUCE, tensors, [this, staged, op](Work&, Communicator& comm) {
-    domino_buffer_t buffer = staged->buffer();
-    comm.allreduce(buffer, buffer, op);
-    staged->publish();
-  }, is_blocking(opts));
+  return enqueue(
+      "allreduce", c10d::OpType::ALLREDUCE, tensors,
+      [this, staged, op](Work&, Communicator& comm) {
+        domino_buffer_t buffer = staged->buffer();
+        comm.allreduce(buffer, buffer, op);
+        staged->publish();
+      },
+      is_blocking(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce_coalesced(
@@ -271,12 +287,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce_coalesced(
   const domino_redop_t op = checked_redop(opts.reduceOp, tensors[0], at);
   // One transfer for the whole list: the tensors travel end to end in one flat buffer.
   auto staged = std::make_shared<StagedList>(tensors, /*copy_in=*/true);
-  return enqueue("allreduce_coalesced", c10d::OpType::ALLREDUCE_COALESCED, tensors,
-                 [this, staged, op](Work&, Communicator& comm) {
-                   domino_buffer_t buffer = staged->buffer();
-                   comm.allreduce(buffer, buffer, op);
-                   staged->publish();
-                 }, is_blocking(opts));
+  return enqueue(
+      "allreduce_coalesced", c10d::OpType::ALLREDUCE_COALESCED, tensors,
+      [this, staged, op](Work&, Communicator& comm) {
+        domino_buffer_t buffer = staged->buffer();
+        comm.allreduce(buffer, buffer, op);
+        staged->publish();
+      },
+      is_blocking(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::broadcast(std::vector<at::Tensor>& tensors,
@@ -286,12 +304,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::broadcast(std::vector<at::Ten
   const bool root = opts.rootRank == rank_;
   auto staged = std::make_shared<StagedTensor>(tensors[0], /*copy_in=*/root);
   const int root_rank = static_cast<int>(opts.rootRank);
-  return enqueue("broadcast", c10d::OpType::BROADCAST, tensors,
-                 [this, staged, root_rank](Work&, Communicator& comm) {
-                   domino_buffer_t buffer = staged->buffer();
-                   comm.broadcast(buffer, root_rank);
-                   staged->publish();
-                 }, is_blocking(opts));
+  return enqueue(
+      "broadcast", c10d::OpType::BROADCAST, tensors,
+      [this, staged, root_rank](Work&, Communicator& comm) {
+        domino_buffer_t buffer = staged->buffer();
+        comm.broadcast(buffer, root_rank);
+        staged->publish();
+      },
+      is_blocking(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce(std::vector<at::Tensor>& tensors,
@@ -301,16 +321,19 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce(std::vector<at::Tensor
   const domino_redop_t op = checked_redop(opts.reduceOp, tensors[0], at);
   auto staged = std::make_shared<StagedTensor>(tensors[0]);
   const int root = static_cast<int>(opts.rootRank);
-  return enqueue("reduce", c10d::OpType::REDUCE, tensors, [this, staged, op, root](Work&, Communicator& comm) {
-    domino_buffer_t buffer = staged->buffer();
-    comm.reduce(buffer, buffer, op, root);
-    if (root == rank_) staged->publish();
-  }, is_blocking(opts));
+  return enqueue(
+      "reduce", c10d::OpType::REDUCE, tensors,
+      [this, staged, op, root](Work&, Communicator& comm) {
+        domino_buffer_t buffer = staged->buffer();
+        comm.reduce(buffer, buffer, op, root);
+        if (root == rank_) staged->publish();
+      },
+      is_blocking(opts));
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather(std::vector<std::vector<at::Tensor>>& outputs,
-                                                             std::vector<at::Tensor>& inputs,
-                                                             const c10d::AllgatherOptions& opts) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather(
+    std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::AllgatherOptions& opts) {
   const std::string at = where("allgather");
   require_one("allgather", inputs, at);
   TORCH_CHECK(outputs.size() == 1 && outputs[0].size() == static_cast<size_t>(size_), at,
@@ -318,34 +341,41 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather(std::vector<std::ve
   require_same(inputs[0], outputs[0], inputs[0].numel(), at, "output");
   auto in = std::make_shared<StagedTensor>(inputs[0]);
   auto out = std::make_shared<StagedList>(outputs[0], /*copy_in=*/false);
-  return enqueue("allgather", c10d::OpType::ALLGATHER, outputs[0], [this, in, out](Work&, Communicator& comm) {
-    domino_buffer_t recv = out->buffer();
-    comm.allgather(in->buffer(), recv);
-    out->publish();
-  }, is_blocking(opts));
+  return enqueue(
+      "allgather", c10d::OpType::ALLGATHER, outputs[0],
+      [this, in, out](Work&, Communicator& comm) {
+        domino_buffer_t recv = out->buffer();
+        comm.allgather(in->buffer(), recv);
+        out->publish();
+      },
+      is_blocking(opts));
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::_allgather_base(at::Tensor& output, at::Tensor& input,
-                                                                   const c10d::AllgatherOptions& opts) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::_allgather_base(
+    at::Tensor& output, at::Tensor& input, const c10d::AllgatherOptions& opts) {
   const std::string at = where("all_gather_into_tensor");
   TORCH_CHECK(output.numel() == input.numel() * size_, at, ": output has ", output.numel(),
               " elements, expected input (", input.numel(), ") x ", size_, " ranks");
-  TORCH_CHECK(output.scalar_type() == input.scalar_type(), at, ": output dtype ", output.scalar_type(),
-              " differs from input dtype ", input.scalar_type());
+  TORCH_CHECK(output.scalar_type() == input.scalar_type(), at, ": output dtype ",
+              output.scalar_type(), " differs from input dtype ", input.scalar_type());
   auto in = std::make_shared<StagedTensor>(input);
   auto out = std::make_shared<StagedTensor>(output, /*copy_in=*/false);
-  return enqueue("all_gather_into_tensor", c10d::OpType::_ALLGATHER_BASE, {output},
-                 [this, in, out](Work&, Communicator& comm) {
-                   domino_buffer_t recv = out->buffer();
-                   comm.allgather(in->buffer(), recv);
-                   out->publish();
-                 }, is_blocking(opts));
+  return enqueue(
+      "all_gather_into_tensor", c10d::OpType::_ALLGATHER_BASE, {output},
+      [this, in, out](Work&, Communicator& comm) {
+        domino_buffer_t recv = out->buffer();
+        comm.allgather(in->buffer(), recv);
+        out->publish();
+      },
+      is_blocking(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather_into_tensor_coalesced(
-    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs, const c10d::AllgatherOptions& opts) {
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::AllgatherOptions& opts) {
   const std::string at = where("allgather_into_tensor_coalesced");
-  TORCH_CHECK(outputs.size() == inputs.size(), at, ": ", outputs.size(), " outputs for ", inputs.size(), " inputs");
+  TORCH_CHECK(outputs.size() == inputs.size(), at, ": ", outputs.size(), " outputs for ",
+              inputs.size(), " inputs");
   std::vector<std::pair<std::shared_ptr<StagedTensor>, std::shared_ptr<StagedTensor>>> pairs;
   for (size_t i = 0; i < inputs.size(); ++i) {
     TORCH_CHECK(outputs[i].numel() == inputs[i].numel() * size_ &&
@@ -354,19 +384,21 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather_into_tensor_coalesc
     pairs.emplace_back(std::make_shared<StagedTensor>(inputs[i]),
                        std::make_shared<StagedTensor>(outputs[i], /*copy_in=*/false));
   }
-  return enqueue("allgather_into_tensor_coalesced",
-                 c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED, outputs, [this, pairs](Work&, Communicator& comm) {
-                   for (const auto& [in, out] : pairs) {
-                     domino_buffer_t recv = out->buffer();
-                     comm.allgather(in->buffer(), recv);
-                     out->publish();
-                   }
-                 }, is_blocking(opts));
+  return enqueue(
+      "allgather_into_tensor_coalesced", c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED, outputs,
+      [this, pairs](Work&, Communicator& comm) {
+        for (const auto& [in, out] : pairs) {
+          domino_buffer_t recv = out->buffer();
+          comm.allgather(in->buffer(), recv);
+          out->publish();
+        }
+      },
+      is_blocking(opts));
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::gather(std::vector<std::vector<at::Tensor>>& outputs,
-                                                          std::vector<at::Tensor>& inputs,
-                                                          const c10d::GatherOptions& opts) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::gather(
+    std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::GatherOptions& opts) {
   const std::string at = where("gather");
   require_one("gather", inputs, at);
   const int root = static_cast<int>(opts.rootRank);
@@ -383,16 +415,20 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::gather(std::vector<std::vecto
   }
   auto in = std::make_shared<StagedTensor>(inputs[0]);
   std::vector<at::Tensor> held = rank_ == root ? outputs[0] : std::vector<at::Tensor>{};
-  return enqueue("gather", c10d::OpType::GATHER, held, [this, in, out, root](Work&, Communicator& comm) {
-    domino_buffer_t recv = out ? out->buffer() : domino_buffer_t{nullptr, 0, in->buffer().dtype, -1};
-    comm.gather(in->buffer(), recv, root);
-    if (out) out->publish();
-  }, is_blocking(opts));
+  return enqueue(
+      "gather", c10d::OpType::GATHER, held,
+      [this, in, out, root](Work&, Communicator& comm) {
+        domino_buffer_t recv =
+            out ? out->buffer() : domino_buffer_t{nullptr, 0, in->buffer().dtype, -1};
+        comm.gather(in->buffer(), recv, root);
+        if (out) out->publish();
+      },
+      is_blocking(opts));
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::scatter(std::vector<at::Tensor>& outputs,
-                                                           std::vector<std::vector<at::Tensor>>& inputs,
-                                                           const c10d::ScatterOptions& opts) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::scatter(
+    std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+    const c10d::ScatterOptions& opts) {
   const std::string at = where("scatter");
   require_one("scatter", outputs, at);
   const int root = static_cast<int>(opts.rootRank);
@@ -408,17 +444,21 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::scatter(std::vector<at::Tenso
                 ") may pass input tensors");
   }
   auto out = std::make_shared<StagedTensor>(outputs[0], /*copy_in=*/false);
-  return enqueue("scatter", c10d::OpType::SCATTER, outputs, [this, in, out, root](Work&, Communicator& comm) {
-    domino_buffer_t recv = out->buffer();
-    const domino_buffer_t send = in ? in->buffer() : domino_buffer_t{nullptr, 0, recv.dtype, -1};
-    comm.scatter(send, recv, root);
-    out->publish();
-  }, is_blocking(opts));
+  return enqueue(
+      "scatter", c10d::OpType::SCATTER, outputs,
+      [this, in, out, root](Work&, Communicator& comm) {
+        domino_buffer_t recv = out->buffer();
+        const domino_buffer_t send =
+            in ? in->buffer() : domino_buffer_t{nullptr, 0, recv.dtype, -1};
+        comm.scatter(send, recv, root);
+        out->publish();
+      },
+      is_blocking(opts));
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter(std::vector<at::Tensor>& outputs,
-                                                                  std::vector<std::vector<at::Tensor>>& inputs,
-                                                                  const c10d::ReduceScatterOptions& opts) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter(
+    std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+    const c10d::ReduceScatterOptions& opts) {
   const std::string at = where("reduce_scatter");
   require_one("reduce_scatter", outputs, at);
   TORCH_CHECK(inputs.size() == 1 && inputs[0].size() == static_cast<size_t>(size_), at,
@@ -427,36 +467,42 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter(std::vector<at
   const domino_redop_t op = checked_redop(opts.reduceOp, outputs[0], at);
   auto in = std::make_shared<StagedList>(inputs[0], /*copy_in=*/true);
   auto out = std::make_shared<StagedTensor>(outputs[0], /*copy_in=*/false);
-  return enqueue("reduce_scatter", c10d::OpType::REDUCE_SCATTER, outputs,
-                 [this, in, out, op](Work&, Communicator& comm) {
-                   domino_buffer_t recv = out->buffer();
-                   comm.reduce_scatter(in->buffer(), recv, op);
-                   out->publish();
-                 }, is_blocking(opts));
+  return enqueue(
+      "reduce_scatter", c10d::OpType::REDUCE_SCATTER, outputs,
+      [this, in, out, op](Work&, Communicator& comm) {
+        domino_buffer_t recv = out->buffer();
+        comm.reduce_scatter(in->buffer(), recv, op);
+        out->publish();
+      },
+      is_blocking(opts));
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
-                                                                        const c10d::ReduceScatterOptions& opts) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::_reduce_scatter_base(
+    at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) {
   const std::string at = where("reduce_scatter_tensor");
   TORCH_CHECK(input.numel() == output.numel() * size_, at, ": input has ", input.numel(),
               " elements, expected output (", output.numel(), ") x ", size_, " ranks");
-  TORCH_CHECK(output.scalar_type() == input.scalar_type(), at, ": output dtype ", output.scalar_type(),
-              " differs from input dtype ", input.scalar_type());
+  TORCH_CHECK(output.scalar_type() == input.scalar_type(), at, ": output dtype ",
+              output.scalar_type(), " differs from input dtype ", input.scalar_type());
   const domino_redop_t op = checked_redop(opts.reduceOp, input, at);
   auto in = std::make_shared<StagedTensor>(input);
   auto out = std::make_shared<StagedTensor>(output, /*copy_in=*/false);
-  return enqueue("reduce_scatter_tensor", c10d::OpType::_REDUCE_SCATTER_BASE, {output},
-                 [this, in, out, op](Work&, Communicator& comm) {
-                   domino_buffer_t recv = out->buffer();
-                   comm.reduce_scatter(in->buffer(), recv, op);
-                   out->publish();
-                 }, is_blocking(opts));
+  return enqueue(
+      "reduce_scatter_tensor", c10d::OpType::_REDUCE_SCATTER_BASE, {output},
+      [this, in, out, op](Work&, Communicator& comm) {
+        domino_buffer_t recv = out->buffer();
+        comm.reduce_scatter(in->buffer(), recv, op);
+        out->publish();
+      },
+      is_blocking(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter_tensor_coalesced(
-    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs, const c10d::ReduceScatterOptions& opts) {
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::ReduceScatterOptions& opts) {
   const std::string at = where("reduce_scatter_tensor_coalesced");
-  TORCH_CHECK(outputs.size() == inputs.size(), at, ": ", outputs.size(), " outputs for ", inputs.size(), " inputs");
+  TORCH_CHECK(outputs.size() == inputs.size(), at, ": ", outputs.size(), " outputs for ",
+              inputs.size(), " inputs");
   std::vector<std::pair<std::shared_ptr<StagedTensor>, std::shared_ptr<StagedTensor>>> pairs;
   domino_redop_t op = DOMINO_SUM;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -467,30 +513,33 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter_tensor_coalesc
     pairs.emplace_back(std::make_shared<StagedTensor>(inputs[i]),
                        std::make_shared<StagedTensor>(outputs[i], /*copy_in=*/false));
   }
-  return enqueue("reduce_scatter_tensor_coalesced",
-                 c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, outputs, [this, pairs, op](Work&, Communicator& comm) {
-                   for (const auto& [in, out] : pairs) {
-                     domino_buffer_t recv = out->buffer();
-                     comm.reduce_scatter(in->buffer(), recv, op);
-                     out->publish();
-                   }
-                 }, is_blocking(opts));
+  return enqueue(
+      "reduce_scatter_tensor_coalesced", c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, outputs,
+      [this, pairs, op](Work&, Communicator& comm) {
+        for (const auto& [in, out] : pairs) {
+          domino_buffer_t recv = out->buffer();
+          comm.reduce_scatter(in->buffer(), recv, op);
+          out->publish();
+        }
+      },
+      is_blocking(opts));
 }
 
 namespace {
 // Element counts and offsets per peer for a tensor split along dim 0 (equal splits when empty).
-void split_layout(const at::Tensor& t, const std::vector<int64_t>& splits, int size, const std::string& where,
-                  const char* what, std::vector<uint64_t>* counts, std::vector<uint64_t>* offsets) {
+void split_layout(const at::Tensor& t, const std::vector<int64_t>& splits, int size,
+                  const std::string& where, const char* what, std::vector<uint64_t>* counts,
+                  std::vector<uint64_t>* offsets) {
   const int64_t rows = t.dim() == 0 ? 1 : t.size(0);
   const int64_t row_elements = rows == 0 ? 0 : t.numel() / rows;
   std::vector<int64_t> rows_per_peer = splits;
   if (rows_per_peer.empty()) {
-    TORCH_CHECK(rows % size == 0, where, ": ", what, " has ", rows, " rows, not divisible by ", size,
-                " ranks; pass explicit split sizes");
+    TORCH_CHECK(rows % size == 0, where, ": ", what, " has ", rows, " rows, not divisible by ",
+                size, " ranks; pass explicit split sizes");
     rows_per_peer.assign(static_cast<size_t>(size), rows / size);
   }
-  TORCH_CHECK(rows_per_peer.size() == static_cast<size_t>(size), where, ": ", rows_per_peer.size(), " ",
-              what, " split sizes for ", size, " ranks");
+  TORCH_CHECK(rows_per_peer.size() == static_cast<size_t>(size), where, ": ", rows_per_peer.size(),
+              " ", what, " split sizes for ", size, " ranks");
   int64_t sum = 0;
   for (int64_t r : rows_per_peer) {
     TORCH_CHECK(r >= 0, where, ": negative ", what, " split size ", r);
@@ -498,47 +547,51 @@ void split_layout(const at::Tensor& t, const std::vector<int64_t>& splits, int s
     offsets->push_back(static_cast<uint64_t>(sum * row_elements));
     sum += r;
   }
-  TORCH_CHECK(sum == rows, where, ": ", what, " split sizes add up to ", sum, " rows but the tensor has ", rows);
+  TORCH_CHECK(sum == rows, where, ": ", what, " split sizes add up to ", sum,
+              " rows but the tensor has ", rows);
 }
 }  // namespace
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::alltoall_base(at::Tensor& output, at::Tensor& input,
-                                                                 std::vector<int64_t>& output_splits,
-                                                                 std::vector<int64_t>& input_splits,
-                                                                 const c10d::AllToAllOptions& opts) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::alltoall_base(
+    at::Tensor& output, at::Tensor& input, std::vector<int64_t>& output_splits,
+    std::vector<int64_t>& input_splits, const c10d::AllToAllOptions& opts) {
   const std::string at = where("all_to_all_single");
-  TORCH_CHECK(output.scalar_type() == input.scalar_type(), at, ": output dtype ", output.scalar_type(),
-              " differs from input dtype ", input.scalar_type());
+  TORCH_CHECK(output.scalar_type() == input.scalar_type(), at, ": output dtype ",
+              output.scalar_type(), " differs from input dtype ", input.scalar_type());
   auto layout = std::make_shared<std::array<std::vector<uint64_t>, 4>>();
   split_layout(input, input_splits, size_, at, "input", &(*layout)[0], &(*layout)[1]);
   split_layout(output, output_splits, size_, at, "output", &(*layout)[2], &(*layout)[3]);
   // A separate input buffer even when the caller aliases them: peers read it while we write.
   auto in = std::make_shared<StagedTensor>(input.is_same(output) ? input.clone() : input);
   auto out = std::make_shared<StagedTensor>(output, /*copy_in=*/false);
-  return enqueue("all_to_all_single", c10d::OpType::ALLTOALL_BASE, {output},
-                 [this, in, out, layout](Work&, Communicator& comm) {
-                   domino_buffer_t send = in->buffer(), recv = out->buffer();
-                   const size_t scale = send.dtype == DOMINO_UINT8 && in->host().element_size() > 1
-                                            ? static_cast<size_t>(in->host().element_size())
-                                            : 1;
-                   auto scaled = [scale](const std::vector<uint64_t>& v) {
-                     std::vector<uint64_t> out(v);
-                     for (auto& x : out) x *= scale;
-                     return out;
-                   };
-                   const auto sc = scaled((*layout)[0]), so = scaled((*layout)[1]);
-                   const auto rc = scaled((*layout)[2]), ro = scaled((*layout)[3]);
-                   comm.alltoall(send, sc.data(), so.data(), recv, rc.data(), ro.data());
-                   out->publish();
-                 }, is_blocking(opts));
+  return enqueue(
+      "all_to_all_single", c10d::OpType::ALLTOALL_BASE, {output},
+      [this, in, out, layout](Work&, Communicator& comm) {
+        domino_buffer_t send = in->buffer(), recv = out->buffer();
+        const size_t scale = send.dtype == DOMINO_UINT8 && in->host().element_size() > 1
+                                 ? static_cast<size_t>(in->host().element_size())
+                                 : 1;
+        auto scaled = [scale](const std::vector<uint64_t>& v) {
+          std::vector<uint64_t> out(v);
+          for (auto& x : out) x *= scale;
+          return out;
+        };
+        const auto sc = scaled((*layout)[0]), so = scaled((*layout)[1]);
+        const auto rc = scaled((*layout)[2]), ro = scaled((*layout)[3]);
+        comm.alltoall(send, sc.data(), so.data(), recv, rc.data(), ro.data());
+        out->publish();
+      },
+      is_blocking(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::alltoall(std::vector<at::Tensor>& outputs,
                                                             std::vector<at::Tensor>& inputs,
                                                             const c10d::AllToAllOptions& opts) {
   const std::string at = where("all_to_all");
-  TORCH_CHECK(outputs.size() == static_cast<size_t>(size_) && inputs.size() == static_cast<size_t>(size_), at,
-              ": expected ", size_, " input and output tensors, got ", inputs.size(), " and ", outputs.size());
+  TORCH_CHECK(
+      outputs.size() == static_cast<size_t>(size_) && inputs.size() == static_cast<size_t>(size_),
+      at, ": expected ", size_, " input and output tensors, got ", inputs.size(), " and ",
+      outputs.size());
   require_same(inputs[0], inputs, -1, at, "input");
   require_same(inputs[0], outputs, -1, at, "output");
   auto layout = std::make_shared<std::array<std::vector<uint64_t>, 4>>();
@@ -557,59 +610,74 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::alltoall(std::vector<at::Tens
   auto in = std::make_shared<StagedList>(inputs, /*copy_in=*/true);
   auto out = std::make_shared<StagedList>(outputs, /*copy_in=*/false);
   const auto element = static_cast<uint64_t>(inputs[0].element_size());
-  return enqueue("all_to_all", c10d::OpType::ALLTOALL, outputs, [this, in, out, layout, element](Work&, Communicator& comm) {
-    domino_buffer_t send = in->buffer(), recv = out->buffer();
-    std::array<std::vector<uint64_t>, 4> l = *layout;
-    if (send.dtype == DOMINO_UINT8 && element > 1) {
-      for (auto& v : l) {
-        for (auto& x : v) x *= element;
-      }
-    }
-    comm.alltoall(send, l[0].data(), l[1].data(), recv, l[2].data(), l[3].data());
-    out->publish();
-  }, is_blocking(opts));
+  return enqueue(
+      "all_to_all", c10d::OpType::ALLTOALL, outputs,
+      [this, in, out, layout, element](Work&, Communicator& comm) {
+        domino_buffer_t send = in->buffer(), recv = out->buffer();
+        std::array<std::vector<uint64_t>, 4> l = *layout;
+        if (send.dtype == DOMINO_UINT8 && element > 1) {
+          for (auto& v : l) {
+            for (auto& x : v) x *= element;
+          }
+        }
+        comm.alltoall(send, l[0].data(), l[1].data(), recv, l[2].data(), l[3].data());
+        out->publish();
+      },
+      is_blocking(opts));
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::send(std::vector<at::Tensor>& tensors, int dst_rank, int tag) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::send(std::vector<at::Tensor>& tensors,
+                                                        int dst_rank, int tag) {
   const std::string at = where("send");
   require_one("send", tensors, at);
-  TORCH_CHECK(dst_rank >= 0 && dst_rank < size_ && dst_rank != rank_, at, ": destination ", dst_rank,
-              " is not another rank of this group of ", size_);
+  TORCH_CHECK(dst_rank >= 0 && dst_rank < size_ && dst_rank != rank_, at, ": destination ",
+              dst_rank, " is not another rank of this group of ", size_);
   auto staged = std::make_shared<StagedTensor>(tensors[0]);
-  return enqueue("send", c10d::OpType::SEND, tensors, [this, staged, dst_rank, tag](Work&, Communicator& comm) {
-    comm.send(staged->buffer(), dst_rank, tag);
-  }, /*blocking=*/false, Route::kSend);
+  return enqueue(
+      "send", c10d::OpType::SEND, tensors,
+      [this, staged, dst_rank, tag](Work&, Communicator& comm) {
+        comm.send(staged->buffer(), dst_rank, tag);
+      },
+      /*blocking=*/false, Route::kSend);
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::recv(std::vector<at::Tensor>& tensors, int src_rank, int tag) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::recv(std::vector<at::Tensor>& tensors,
+                                                        int src_rank, int tag) {
   const std::string at = where("recv");
   require_one("recv", tensors, at);
   TORCH_CHECK(src_rank >= 0 && src_rank < size_ && src_rank != rank_, at, ": source ", src_rank,
               " is not another rank of this group of ", size_);
   auto staged = std::make_shared<StagedTensor>(tensors[0], /*copy_in=*/false);
-  return enqueue("recv", c10d::OpType::RECV, tensors,
-                 [this, staged, src_rank, tag](Work& work, Communicator& comm) {
-                   domino_buffer_t buffer = staged->buffer();
-                   work.set_source_rank(comm.recv(buffer, src_rank, tag));
-                   staged->publish();
-                 }, /*blocking=*/false, Route::kRecv);
+  return enqueue(
+      "recv", c10d::OpType::RECV, tensors,
+      [this, staged, src_rank, tag](Work& work, Communicator& comm) {
+        domino_buffer_t buffer = staged->buffer();
+        work.set_source_rank(comm.recv(buffer, src_rank, tag));
+        staged->publish();
+      },
+      /*blocking=*/false, Route::kRecv);
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::recvAnysource(std::vector<at::Tensor>& tensors,
+                                                                 int tag) {
   const std::string at = where("recv from any source");
   require_one("recv", tensors, at);
   TORCH_CHECK(size_ > 1, at, ": a group of one rank has nobody to receive from");
   auto staged = std::make_shared<StagedTensor>(tensors[0], /*copy_in=*/false);
-  return enqueue("recv", c10d::OpType::RECVANYSOURCE, tensors,
-                 [this, staged, tag](Work& work, Communicator& comm) {
-                   domino_buffer_t buffer = staged->buffer();
-                   work.set_source_rank(comm.recv(buffer, -1, tag));
-                   staged->publish();
-                 }, /*blocking=*/false, Route::kRecv);
+  return enqueue(
+      "recv", c10d::OpType::RECVANYSOURCE, tensors,
+      [this, staged, tag](Work& work, Communicator& comm) {
+        domino_buffer_t buffer = staged->buffer();
+        work.set_source_rank(comm.recv(buffer, -1, tag));
+        staged->publish();
+      },
+      /*blocking=*/false, Route::kRecv);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::barrier(const c10d::BarrierOptions& opts) {
-  return enqueue("barrier", c10d::OpType::BARRIER, {}, [this](Work&, Communicator& comm) { comm.barrier(); }, is_blocking(opts));
+  return enqueue(
+      "barrier", c10d::OpType::BARRIER, {}, [this](Work&, Communicator& comm) { comm.barrier(); },
+      is_blocking(opts));
 }
 
 }  // namespace domino

@@ -38,9 +38,10 @@ int StoreBootstrap::get(void* context, const char* key, void* data, size_t capac
     self->store_->wait({full}, std::chrono::milliseconds(timeout_ms));
     const std::vector<uint8_t> value = self->store_->get(full);
     if (value.size() > capacity) {
-      write_error(err, err_size, "value of " + full + " is " + std::to_string(value.size()) +
-                                     " bytes, more than the " + std::to_string(capacity) +
-                                     " the transport expected");
+      write_error(err, err_size,
+                  "value of " + full + " is " + std::to_string(value.size()) +
+                      " bytes, more than the " + std::to_string(capacity) +
+                      " the transport expected");
       return 1;
     }
     std::memcpy(data, value.data(), value.size());

@@ -68,7 +68,9 @@ StagedTensor::StagedTensor(at::Tensor user, bool copy_in) : user_(std::move(user
   }
 }
 
-domino_buffer_t StagedTensor::buffer() const { return as_buffer(host_); }
+domino_buffer_t StagedTensor::buffer() const {
+  return as_buffer(host_);
+}
 
 void StagedTensor::publish() {
   if (!host_.is_same(user_)) user_.copy_(host_);
@@ -88,7 +90,9 @@ StagedList::StagedList(const std::vector<at::Tensor>& tensors, bool copy_in) : t
   }
 }
 
-domino_buffer_t StagedList::buffer() const { return as_buffer(flat_); }
+domino_buffer_t StagedList::buffer() const {
+  return as_buffer(flat_);
+}
 
 void StagedList::publish() {
   int64_t offset = 0;

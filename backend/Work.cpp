@@ -10,7 +10,8 @@ Work::Work(int rank, c10d::OpType op, std::vector<at::Tensor> outputs)
 c10::intrusive_ptr<c10::ivalue::Future> Work::getFuture() {
   std::lock_guard<std::mutex> lock(future_mutex_);
   if (!future_) {
-    future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
+    future_ =
+        c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
     if (finished_ && error_) future_->setError(error_);
     if (finished_ && !error_) future_->markCompleted(c10::IValue(outputs_));
   }
@@ -22,10 +23,13 @@ bool Work::wait(std::chrono::milliseconds timeout) {
   return c10d::Work::wait(timeout);
 }
 
-std::vector<at::Tensor> Work::result() { return outputs_; }
+std::vector<at::Tensor> Work::result() {
+  return outputs_;
+}
 
 int Work::sourceRank() const {
-  TORCH_CHECK(source_rank_ >= 0, "domino: sourceRank() is only defined for a completed recv from any source");
+  TORCH_CHECK(source_rank_ >= 0,
+              "domino: sourceRank() is only defined for a completed recv from any source");
   return source_rank_;
 }
 

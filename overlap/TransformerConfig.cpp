@@ -25,7 +25,8 @@ int64_t TransformerConfig::ffn_size() const {
 }
 
 void TransformerConfig::validate(int64_t tensor_parallel, int64_t batch_size) const {
-  if (tensor_parallel < 1) reject("tensor-parallel size must be at least 1, got " + std::to_string(tensor_parallel));
+  if (tensor_parallel < 1)
+    reject("tensor-parallel size must be at least 1, got " + std::to_string(tensor_parallel));
   if (hidden_size <= 0) reject("hidden_size must be positive, got " + std::to_string(hidden_size));
   if (num_layers <= 0) reject("num_layers must be positive, got " + std::to_string(num_layers));
   if (num_attention_heads <= 0) {
@@ -33,17 +34,21 @@ void TransformerConfig::validate(int64_t tensor_parallel, int64_t batch_size) co
   }
   require_divisible("hidden_size", hidden_size, "num_attention_heads", num_attention_heads);
   require_divisible("num_attention_heads", num_attention_heads, "num_query_groups", query_groups());
-  require_divisible("num_attention_heads", num_attention_heads, "tensor-parallel size", tensor_parallel);
+  require_divisible("num_attention_heads", num_attention_heads, "tensor-parallel size",
+                    tensor_parallel);
   require_divisible("num_query_groups", query_groups(), "tensor-parallel size", tensor_parallel);
   require_divisible("ffn_hidden_size", ffn_size(), "tensor-parallel size", tensor_parallel);
   if (rotary && head_dim() % 2 != 0) {
     reject("rotary embeddings need an even head dimension, got " + std::to_string(head_dim()));
   }
-  if (hidden_dropout < 0 || hidden_dropout >= 1 || attention_dropout < 0 || attention_dropout >= 1) {
+  if (hidden_dropout < 0 || hidden_dropout >= 1 || attention_dropout < 0 ||
+      attention_dropout >= 1) {
     reject("dropout rates must lie in [0, 1)");
   }
-  if (micro_batches < 1) reject("micro_batches must be at least 1, got " + std::to_string(micro_batches));
-  if (column_chunks < 1) reject("column_chunks must be at least 1, got " + std::to_string(column_chunks));
+  if (micro_batches < 1)
+    reject("micro_batches must be at least 1, got " + std::to_string(micro_batches));
+  if (column_chunks < 1)
+    reject("column_chunks must be at least 1, got " + std::to_string(column_chunks));
   if (split == Split::kRow && column_chunks != 1) {
     reject("split=row uses no column chunks; set column_chunks=1 or split=column/2d");
   }

@@ -31,7 +31,9 @@ struct TransformerConfig {
   int64_t column_chunks = 1;
   OverlapScope overlap = OverlapScope::kInter;
 
-  int64_t query_groups() const { return num_query_groups > 0 ? num_query_groups : num_attention_heads; }
+  int64_t query_groups() const {
+    return num_query_groups > 0 ? num_query_groups : num_attention_heads;
+  }
   int64_t ffn_size() const;
   int64_t head_dim() const { return hidden_size / num_attention_heads; }
 

@@ -23,9 +23,13 @@ const char* level_name(LogLevel level) {
 }
 }  // namespace
 
-void set_log_level(LogLevel level) { g_level.store(static_cast<int>(level)); }
+void set_log_level(LogLevel level) {
+  g_level.store(static_cast<int>(level));
+}
 
-bool log_enabled(LogLevel level) { return static_cast<int>(level) <= g_level.load(); }
+bool log_enabled(LogLevel level) {
+  return static_cast<int>(level) <= g_level.load();
+}
 
 void log_line(LogLevel level, int rank, const std::string& message) {
   if (!log_enabled(level)) return;

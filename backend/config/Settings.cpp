@@ -1,5 +1,7 @@
 #include "Settings.h"
 
+#include "../PriorityGuard.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -44,7 +46,8 @@ std::string transport_name(const std::string& variable, const std::string& value
   const bool plain = !value.empty() && std::all_of(value.begin(), value.end(), [](unsigned char c) {
     return std::isalnum(c) || c == '_' || c == '-';
   });
-  if (!plain) invalid(variable, value, "auto, or a transport name made of letters, digits, '-' and '_'");
+  if (!plain)
+    invalid(variable, value, "auto, or a transport name made of letters, digits, '-' and '_'");
   return value;
 }
 
@@ -63,10 +66,12 @@ std::vector<std::string> split_path(const std::string& value) {
 }  // namespace
 
 const std::vector<std::string>& known_variables() {
-  static const std::vector<std::string> names = {
-      "DOMINO_HOST_ID",     "DOMINO_ALGO",       "DOMINO_INTRA_TRANSPORT", "DOMINO_INTER_TRANSPORT",
-      "DOMINO_PRIORITY",    "DOMINO_CHUNK_BYTES", "DOMINO_SHM_BYTES",      "DOMINO_TOPO_FILE",
-      "DOMINO_PLUGIN_PATH", "DOMINO_LOG",          "DOMINO_SINGLE_COPY"};
+  static const std::vector<std::string> names = {"DOMINO_HOST_ID",         "DOMINO_ALGO",
+                                                 "DOMINO_INTRA_TRANSPORT", "DOMINO_INTER_TRANSPORT",
+                                                 "DOMINO_PRIORITY",        "DOMINO_CHUNK_BYTES",
+                                                 "DOMINO_SHM_BYTES",       "DOMINO_TOPO_FILE",
+                                                 "DOMINO_PLUGIN_PATH",     "DOMINO_LOG",
+                                                 "DOMINO_SINGLE_COPY"};
   return names;
 }
 
@@ -115,8 +120,7 @@ ParsedSettings parse_settings(const std::map<std::string, std::string>& env) {
     } else if (name == "DOMINO_INTER_TRANSPORT") {
       s.inter_transport = transport_name(name, value);
     } else if (name == "DOMINO_PRIORITY") {
-      s.priority = choose<Priority>(
-          name, value, {{"high", Priority::kHigh}, {"normal", Priority::kNormal}, {"low", Priority::kLow}});
+      s.priority = parse_priority(value, name);
     } else if (name == "DOMINO_CHUNK_BYTES") {
       s.chunk_bytes = parse_bytes(name, value);
     } else if (name == "DOMINO_SHM_BYTES") {
@@ -124,8 +128,9 @@ ParsedSettings parse_settings(const std::map<std::string, std::string>& env) {
       if (s.shm_bytes < (1ull << 20)) invalid(name, value, "at least 1M");
     } else if (name == "DOMINO_TOPO_FILE") {
       if (access(value.c_str(), R_OK) != 0) {
-        invalid(name, value, "the path of a readable hwloc XML file (" +
-                                 std::string(std::strerror(errno)) + ")");
+        invalid(
+            name, value,
+            "the path of a readable hwloc XML file (" + std::string(std::strerror(errno)) + ")");
       }
       s.topology_file = value;
     } else if (name == "DOMINO_PLUGIN_PATH") {

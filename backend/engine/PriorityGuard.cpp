@@ -9,11 +9,17 @@ namespace {
 thread_local std::optional<Priority> t_priority;
 }
 
-PriorityGuard::PriorityGuard(Priority priority) : previous_(t_priority) { t_priority = priority; }
+PriorityGuard::PriorityGuard(Priority priority) : previous_(t_priority) {
+  t_priority = priority;
+}
 
-PriorityGuard::~PriorityGuard() { t_priority = previous_; }
+PriorityGuard::~PriorityGuard() {
+  t_priority = previous_;
+}
 
-std::optional<Priority> current_priority() { return t_priority; }
+std::optional<Priority> current_priority() {
+  return t_priority;
+}
 
 Priority parse_priority(const std::string& name, const std::string& what) {
   std::string lowered = name;

@@ -62,7 +62,8 @@ void ProgressLane::run() {
     std::function<void()> job;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      ready_.wait(lock, [this] { return (stopping_ && !running_) || (!running_ && !jobs_.empty()); });
+      ready_.wait(lock,
+                  [this] { return (stopping_ && !running_) || (!running_ && !jobs_.empty()); });
       if (jobs_.empty()) return;
       job = std::move(jobs_.front().job);
       jobs_.pop_front();

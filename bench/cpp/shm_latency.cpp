@@ -38,12 +38,16 @@ int main(int argc, char** argv) {
     for (size_t bytes : {size_t{8}, size_t{1} << 20, size_t{16} << 20}) {
       std::vector<float> data(bytes / 4, 1.0f);
       domino_buffer_t buffer{data.data(), data.size(), DOMINO_FLOAT32, -1};
-      const int n = bytes == 8 ? iterations : std::max(10, static_cast<int>(iterations / (bytes / 1024)));
+      const int n =
+          bytes == 8 ? iterations : std::max(10, static_cast<int>(iterations / (bytes / 1024)));
       for (int i = 0; i < 10; ++i) comm.allreduce(buffer, buffer, DOMINO_SUM);
       comm.barrier();
       const auto start = std::chrono::steady_clock::now();
       for (int i = 0; i < n; ++i) comm.allreduce(buffer, buffer, DOMINO_SUM);
-      const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() / n;
+      const double us =
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+              .count() /
+          n;
       if (rank == 0) {
         std::printf("ranks=%d bytes=%zu %.2f us/op busbw=%.2f GB/s\n", ranks, bytes, us,
                     bytes / us / 1e3 * 2.0 * (ranks - 1) / ranks);

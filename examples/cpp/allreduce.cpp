@@ -26,7 +26,8 @@ int main() {
   // Under torchrun the agent already hosts the store; by hand, rank 0 does.
   store_options.isServer = rank == 0 && env_or("TORCHELASTIC_USE_AGENT_STORE", "") != "True";
   store_options.numWorkers = world;
-  auto store = c10::make_intrusive<c10d::TCPStore>(env_or("MASTER_ADDR", "127.0.0.1"), store_options);
+  auto store =
+      c10::make_intrusive<c10d::TCPStore>(env_or("MASTER_ADDR", "127.0.0.1"), store_options);
   auto group_store = c10::make_intrusive<c10d::PrefixStore>("domino-example", store);
 
   auto options = domino::ProcessGroupDomino::Options::create(std::chrono::seconds(60));

@@ -29,6 +29,8 @@ void reduce_buffers(void* out, const void* const* inputs, int n_inputs, size_t c
   fn(out, inputs, n_inputs, count, dtype, op);
 }
 
-const char* reduction_isa() { return kUseAvx2 ? "avx2+f16c" : "generic"; }
+const char* reduction_isa() {
+  return kUseAvx2 ? "avx2+f16c" : "generic";
+}
 
 }  // namespace domino

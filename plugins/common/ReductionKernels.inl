@@ -33,7 +33,8 @@ struct Lane<BFloat16Bits> {
     uint32_t u;
     __builtin_memcpy(&u, &f, sizeof u);
     // Round to nearest even, as torch does; NaN stays a quiet NaN.
-    if ((u & 0x7fffffffu) > 0x7f800000u) return BFloat16Bits{static_cast<uint16_t>((u >> 16) | 0x40u)};
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+      return BFloat16Bits{static_cast<uint16_t>((u >> 16) | 0x40u)};
     u += 0x7fffu + ((u >> 16) & 1u);
     return BFloat16Bits{static_cast<uint16_t>(u >> 16)};
   }
@@ -61,31 +62,45 @@ A wrapping_mul(A a, A b) {
 
 struct OpSum {
   template <class A>
-  static A apply(A a, A b) { return wrapping_add(a, b); }
+  static A apply(A a, A b) {
+    return wrapping_add(a, b);
+  }
 };
 struct OpProduct {
   template <class A>
-  static A apply(A a, A b) { return wrapping_mul(a, b); }
+  static A apply(A a, A b) {
+    return wrapping_mul(a, b);
+  }
 };
 struct OpMin {
   template <class A>
-  static A apply(A a, A b) { return b < a ? b : a; }
+  static A apply(A a, A b) {
+    return b < a ? b : a;
+  }
 };
 struct OpMax {
   template <class A>
-  static A apply(A a, A b) { return a < b ? b : a; }
+  static A apply(A a, A b) {
+    return a < b ? b : a;
+  }
 };
 struct OpAnd {
   template <class A>
-  static A apply(A a, A b) { return static_cast<A>(a & b); }
+  static A apply(A a, A b) {
+    return static_cast<A>(a & b);
+  }
 };
 struct OpOr {
   template <class A>
-  static A apply(A a, A b) { return static_cast<A>(a | b); }
+  static A apply(A a, A b) {
+    return static_cast<A>(a | b);
+  }
 };
 struct OpXor {
   template <class A>
-  static A apply(A a, A b) { return static_cast<A>(a ^ b); }
+  static A apply(A a, A b) {
+    return static_cast<A>(a ^ b);
+  }
 };
 
 template <class T, class Op>

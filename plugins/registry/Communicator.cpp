@@ -7,7 +7,8 @@ namespace domino {
 namespace {
 constexpr size_t kErrorBytes = 4096;
 
-[[noreturn]] void raise(const domino_plugin_v1_t* plugin, int status, const char* err, const char* op) {
+[[noreturn]] void raise(const domino_plugin_v1_t* plugin, int status, const char* err,
+                        const char* op) {
   std::string message = err[0] != '\0' ? err
                                        : std::string(op) + " failed in transport '" + plugin->name +
                                              "' with status " + std::to_string(status);
@@ -39,17 +40,21 @@ void Communicator::call(Entry entry, const char* op, Args... args) {
   if (status != DOMINO_OK) raise(plugin_, status, err, op);
 }
 
-void Communicator::allreduce(const domino_buffer_t& send, domino_buffer_t& recv, domino_redop_t op) {
+void Communicator::allreduce(const domino_buffer_t& send, domino_buffer_t& recv,
+                             domino_redop_t op) {
   call(plugin_->allreduce, "allreduce", &send, &recv, op);
 }
 
-void Communicator::barrier() { call(plugin_->barrier, "barrier"); }
+void Communicator::barrier() {
+  call(plugin_->barrier, "barrier");
+}
 
 void Communicator::broadcast(domino_buffer_t& buffer, int root) {
   call(plugin_->broadcast, "broadcast", &buffer, static_cast<int32_t>(root));
 }
 
-void Communicator::reduce(const domino_buffer_t& send, domino_buffer_t& recv, domino_redop_t op, int root) {
+void Communicator::reduce(const domino_buffer_t& send, domino_buffer_t& recv, domino_redop_t op,
+                          int root) {
   call(plugin_->reduce, "reduce", &send, &recv, op, static_cast<int32_t>(root));
 }
 
@@ -57,7 +62,8 @@ void Communicator::allgather(const domino_buffer_t& send, domino_buffer_t& recv)
   call(plugin_->allgather, "allgather", &send, &recv);
 }
 
-void Communicator::reduce_scatter(const domino_buffer_t& send, domino_buffer_t& recv, domino_redop_t op) {
+void Communicator::reduce_scatter(const domino_buffer_t& send, domino_buffer_t& recv,
+                                  domino_redop_t op) {
   call(plugin_->reduce_scatter, "reduce_scatter", &send, &recv, op);
 }
 
@@ -72,7 +78,8 @@ void Communicator::scatter(const domino_buffer_t& send, domino_buffer_t& recv, i
 void Communicator::alltoall(const domino_buffer_t& send, const uint64_t* send_counts,
                             const uint64_t* send_offsets, domino_buffer_t& recv,
                             const uint64_t* recv_counts, const uint64_t* recv_offsets) {
-  call(plugin_->alltoall, "alltoall", &send, send_counts, send_offsets, &recv, recv_counts, recv_offsets);
+  call(plugin_->alltoall, "alltoall", &send, send_counts, send_offsets, &recv, recv_counts,
+       recv_offsets);
 }
 
 void Communicator::send(const domino_buffer_t& buffer, int peer, int tag) {
@@ -81,7 +88,8 @@ void Communicator::send(const domino_buffer_t& buffer, int peer, int tag) {
 
 int Communicator::recv(domino_buffer_t& buffer, int peer, int tag) {
   int32_t source = -1;
-  call(plugin_->recv, "recv", &buffer, static_cast<int32_t>(peer), static_cast<int32_t>(tag), &source);
+  call(plugin_->recv, "recv", &buffer, static_cast<int32_t>(peer), static_cast<int32_t>(tag),
+       &source);
   return source;
 }
 

@@ -27,8 +27,9 @@ class Communicator {
   void reduce_scatter(const domino_buffer_t& send, domino_buffer_t& recv, domino_redop_t op);
   void gather(const domino_buffer_t& send, domino_buffer_t& recv, int root);
   void scatter(const domino_buffer_t& send, domino_buffer_t& recv, int root);
-  void alltoall(const domino_buffer_t& send, const uint64_t* send_counts, const uint64_t* send_offsets,
-                domino_buffer_t& recv, const uint64_t* recv_counts, const uint64_t* recv_offsets);
+  void alltoall(const domino_buffer_t& send, const uint64_t* send_counts,
+                const uint64_t* send_offsets, domino_buffer_t& recv, const uint64_t* recv_counts,
+                const uint64_t* recv_offsets);
   void send(const domino_buffer_t& buffer, int peer, int tag);
   // peer < 0: any source. Returns the sender.
   int recv(domino_buffer_t& buffer, int peer, int tag);

@@ -63,14 +63,15 @@ void GroupBarrier::fail(domino_status_t status, const std::string& message) {
 void GroupBarrier::check_health(std::chrono::steady_clock::time_point now, Deadline deadline,
                                 const std::string& what_waits, int peer) {
   if (broken()) {
-    throw TransportError(DOMINO_ERR_PEER, what_waits + " on " + group_label_ +
-                                              " aborted because another rank failed: " +
-                                              header_->broken_reason);
+    throw TransportError(DOMINO_ERR_PEER,
+                         what_waits + " on " + group_label_ +
+                             " aborted because another rank failed: " + header_->broken_reason);
   }
   if (peer >= 0 && !process_alive(ranks_[peer].pid.load())) {
-    fail(DOMINO_ERR_PEER, what_waits + " on " + group_label_ + ": rank " + std::to_string(peer) +
-                              " (pid " + std::to_string(ranks_[peer].pid.load()) +
-                              ") exited. The group cannot continue; destroy it and restart the job.");
+    fail(DOMINO_ERR_PEER,
+         what_waits + " on " + group_label_ + ": rank " + std::to_string(peer) + " (pid " +
+             std::to_string(ranks_[peer].pid.load()) +
+             ") exited. The group cannot continue; destroy it and restart the job.");
   }
   if (now >= deadline) {
     fail(DOMINO_ERR_TIMEOUT, what_waits + " on " + group_label_ + " timed out" +

@@ -22,7 +22,7 @@ class GroupBarrier {
   // Throws if the group was marked broken or `peers` (or, with peer < 0, nobody in particular)
   // died, or the deadline passed. what_waits names the operation for messages.
   void check_health(std::chrono::steady_clock::time_point now, Deadline deadline,
-                    const std::string& what_waits, int peer) ;
+                    const std::string& what_waits, int peer);
 
   // Tells peers waiting on this group to give up, with why.
   void mark_broken(const std::string& reason);

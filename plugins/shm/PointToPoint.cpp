@@ -19,18 +19,20 @@ PointToPoint::PointToPoint(SegmentHeader* header, int rank, int size, GroupBarri
       ring_bytes_(header->channel_bytes) {}
 
 ChannelControl* PointToPoint::channel(int from, int to) const {
-  const size_t index = static_cast<size_t>(from) * static_cast<size_t>(size_) + static_cast<size_t>(to);
-  return reinterpret_cast<ChannelControl*>(reinterpret_cast<char*>(header_) + header_->channel_offset +
+  const size_t index =
+      static_cast<size_t>(from) * static_cast<size_t>(size_) + static_cast<size_t>(to);
+  return reinterpret_cast<ChannelControl*>(reinterpret_cast<char*>(header_) +
+                                           header_->channel_offset +
                                            index * channel_stride(ring_bytes_));
 }
 
 void PointToPoint::check_peer(int peer, const char* op) const {
   if (peer < 0 || peer >= size_ || peer == rank_) {
-    throw TransportError(DOMINO_ERR_INVALID,
-                         std::string(op) + " on " + group_label_ + ": peer rank " + std::to_string(peer) +
-                             " is not another rank of this group of " + std::to_string(size_) +
-                             " (group ranks 0.." + std::to_string(size_ - 1) + ", this is " +
-                             std::to_string(rank_) + ")");
+    throw TransportError(
+        DOMINO_ERR_INVALID,
+        std::string(op) + " on " + group_label_ + ": peer rank " + std::to_string(peer) +
+            " is not another rank of this group of " + std::to_string(size_) + " (group ranks 0.." +
+            std::to_string(size_ - 1) + ", this is " + std::to_string(rank_) + ")");
   }
   check_usable(op);
 }
@@ -43,7 +45,8 @@ void PointToPoint::check_usable(const char* op) const {
   }
 }
 
-void PointToPoint::write_stream(int peer, const char* data, size_t bytes, Deadline until, const char* what) {
+void PointToPoint::write_stream(int peer, const char* data, size_t bytes, Deadline until,
+                                const char* what) {
   ChannelControl* c = channel(rank_, peer);
   char* base = ring(c);
   uint64_t written = c->written.load(std::memory_order_relaxed);
@@ -51,7 +54,8 @@ void PointToPoint::write_stream(int peer, const char* data, size_t bytes, Deadli
     size_t space = 0;
     wait_for(
         [&] {
-          space = ring_bytes_ - static_cast<size_t>(written - c->read.load(std::memory_order_acquire));
+          space =
+              ring_bytes_ - static_cast<size_t>(written - c->read.load(std::memory_order_acquire));
           return space > 0;
         },
         ranks_[rank_].mailbox, spinning_pays(2),
@@ -69,7 +73,8 @@ void PointToPoint::write_stream(int peer, const char* data, size_t bytes, Deadli
   }
 }
 
-void PointToPoint::read_stream(int peer, char* data, size_t bytes, Deadline until, const char* what) {
+void PointToPoint::read_stream(int peer, char* data, size_t bytes, Deadline until,
+                               const char* what) {
   ChannelControl* c = channel(peer, rank_);
   const char* base = ring(c);
   uint64_t read = c->read.load(std::memory_order_relaxed);
@@ -141,16 +146,18 @@ int PointToPoint::recv(void* data, size_t bytes, int peer, int32_t tag) {
   if (message.tag != tag) {
     throw TransportError(DOMINO_ERR_MISMATCH,
                          "recv on " + group_label_ + " from rank " + std::to_string(source) +
-                             " expects tag " + std::to_string(tag) + " but the next message from it has tag " +
+                             " expects tag " + std::to_string(tag) +
+                             " but the next message from it has tag " +
                              std::to_string(message.tag) +
                              ". Messages between two ranks arrive in the order they were sent; "
                              "receive them in that order.");
   }
   if (message.bytes != bytes) {
     throw TransportError(DOMINO_ERR_MISMATCH,
-                         "recv on " + group_label_ + " from rank " + std::to_string(source) + ": the message is " +
-                             std::to_string(message.bytes) + " bytes but the receive buffer is " +
-                             std::to_string(bytes) + " bytes; sizes must match exactly.");
+                         "recv on " + group_label_ + " from rank " + std::to_string(source) +
+                             ": the message is " + std::to_string(message.bytes) +
+                             " bytes but the receive buffer is " + std::to_string(bytes) +
+                             " bytes; sizes must match exactly.");
   }
   char skip[sizeof(MessageHeader)];
   read_stream(source, skip, sizeof skip, until, what);

@@ -67,6 +67,8 @@ inline RankControl* rank_controls(SegmentHeader* header) {
   return reinterpret_cast<RankControl*>(header + 1);
 }
 
-inline size_t channel_stride(size_t ring_bytes) { return sizeof(ChannelControl) + ring_bytes; }
+inline size_t channel_stride(size_t ring_bytes) {
+  return sizeof(ChannelControl) + ring_bytes;
+}
 
 }  // namespace domino::shm

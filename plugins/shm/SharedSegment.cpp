@@ -23,8 +23,10 @@ void* map_fd(int fd, size_t bytes) {
   if (data == MAP_FAILED) {
     const int err = errno;
     close(fd);
-    fail("mmap of " + std::to_string(bytes) + " bytes (raise the memory limit or lower "
-         "DOMINO_SHM_BYTES)", err);
+    fail("mmap of " + std::to_string(bytes) +
+             " bytes (raise the memory limit or lower "
+             "DOMINO_SHM_BYTES)",
+         err);
   }
   return data;
 }
@@ -72,7 +74,9 @@ SharedSegment& SharedSegment::operator=(SharedSegment&& other) noexcept {
   return *this;
 }
 
-SharedSegment::~SharedSegment() { release(); }
+SharedSegment::~SharedSegment() {
+  release();
+}
 
 void SharedSegment::release() noexcept {
   if (data_ != nullptr) munmap(data_, size_);

@@ -36,8 +36,8 @@ std::string label_for(const domino_comm_config_t& c) {
     if (i > 0) ranks += ",";
     ranks += std::to_string(c.global_ranks != nullptr ? c.global_ranks[i] : i);
   }
-  return "group '" + std::string(c.group_name != nullptr ? c.group_name : "?") + "' (global ranks " +
-         ranks + "; this is group rank " + std::to_string(c.rank) + ")";
+  return "group '" + std::string(c.group_name != nullptr ? c.group_name : "?") +
+         "' (global ranks " + ranks + "; this is group rank " + std::to_string(c.rank) + ")";
 }
 
 // Element range [lo, hi) of slice `index` when `count` elements are cut into `parts`.
@@ -68,7 +68,8 @@ ShmCommunicator::ShmCommunicator(const domino_comm_config_t& config)
       should_pause_(config.should_pause),
       pause_context_(config.pause_context) {
   if (size_ < 1 || rank_ < 0 || rank_ >= size_) {
-    invalid("shm: rank " + std::to_string(rank_) + " is outside a group of size " + std::to_string(size_));
+    invalid("shm: rank " + std::to_string(rank_) + " is outside a group of size " +
+            std::to_string(size_));
   }
   const uint64_t workspace = config.workspace_bytes > 0
                                  ? config.workspace_bytes
@@ -138,36 +139,40 @@ void ShmCommunicator::probe_single_copy(Deadline until) {
   peer_chunks_.assign(static_cast<size_t>(size_), std::vector<char>());
 }
 
-std::vector<ShmCommunicator::Addresses> ShmCommunicator::exchange_addresses(Op op, const OpDescriptor& mine,
-                                                                          const void* in, const void* out) {
+std::vector<ShmCommunicator::Addresses> ShmCommunicator::exchange_addresses(
+    Op op, const OpDescriptor& mine, const void* in, const void* out) {
   std::vector<Addresses> all(static_cast<size_t>(size_));
   const Addresses own{reinterpret_cast<uint64_t>(in), reinterpret_cast<uint64_t>(out)};
-  run_rounds(
-      op, mine, 1, [&](size_t) { std::memcpy(slot(rank_), &own, sizeof own); },
-      [&](size_t) {
-        for (int r = 0; r < size_; ++r) std::memcpy(&all[static_cast<size_t>(r)], slot(r), sizeof(Addresses));
+  run_chunks(
+      op, mine, 1, 1, [&](size_t, size_t) { std::memcpy(slot(rank_), &own, sizeof own); },
+      [&](size_t, size_t) {
+        for (int r = 0; r < size_; ++r)
+          std::memcpy(&all[static_cast<size_t>(r)], slot(r), sizeof(Addresses));
       });
   return all;
 }
 
-void ShmCommunicator::read_peer(int peer, void* local, uint64_t remote, size_t bytes, const char* op) {
+void ShmCommunicator::read_peer(int peer, void* local, uint64_t remote, size_t bytes,
+                                const char* op) {
   if (bytes == 0) return;
   const int32_t pid = rank_controls(header_)[peer].pid.load();
   const int error = cross_memory_read(pid, local, reinterpret_cast<const void*>(remote), bytes);
   if (error == 0) return;
   const bool gone = error == ESRCH || !process_alive(pid);
-  const std::string message =
-      std::string(op) + " on " + group_label_ + ": " +
-      (gone ? "rank " + std::to_string(peer) + " (pid " + std::to_string(pid) + ") exited mid-collective"
-            : "reading rank " + std::to_string(peer) + "'s buffer failed (" + std::strerror(error) + ")") +
-      ". The group cannot continue; destroy it and restart the job.";
+  const std::string message = std::string(op) + " on " + group_label_ + ": " +
+                              (gone ? "rank " + std::to_string(peer) + " (pid " +
+                                          std::to_string(pid) + ") exited mid-collective"
+                                    : "reading rank " + std::to_string(peer) +
+                                          "'s buffer failed (" + std::strerror(error) + ")") +
+                              ". The group cannot continue; destroy it and restart the job.";
   barrier_->mark_broken("rank " + std::to_string(rank_) + ": " + message);
   broken_reason_ = message;
   throw TransportError(DOMINO_ERR_PEER, message);
 }
 
-void ShmCommunicator::allreduce_single_copy(const domino_buffer_t& send, const domino_buffer_t& recv,
-                                            domino_redop_t op, const OpDescriptor& mine) {
+void ShmCommunicator::allreduce_single_copy(const domino_buffer_t& send,
+                                            const domino_buffer_t& recv, domino_redop_t op,
+                                            const OpDescriptor& mine) {
   const size_t element = dtype_size(send.dtype);
   const size_t count = send.count;
   const auto* in = static_cast<const char*>(send.ptr);
@@ -187,7 +192,8 @@ void ShmCommunicator::allreduce_single_copy(const domino_buffer_t& send, const d
       }
       auto& buffer = peer_chunks_[static_cast<size_t>(q)];
       buffer.resize(std::max(buffer.size(), chunk * element));
-      read_peer(q, buffer.data(), peers[static_cast<size_t>(q)].in + at * element, n * element, "allreduce");
+      read_peer(q, buffer.data(), peers[static_cast<size_t>(q)].in + at * element, n * element,
+                "allreduce");
       inputs_[static_cast<size_t>(q)] = buffer.data();
     }
     reduce_buffers(out + at * element, inputs_.data(), size_, n, send.dtype, op);
@@ -200,14 +206,15 @@ void ShmCommunicator::allreduce_single_copy(const domino_buffer_t& send, const d
     for (size_t at = qlo; at < qhi; at += chunk) {
       yield_to_priority(until);
       const size_t n = std::min(chunk, qhi - at);
-      read_peer(q, out + at * element, peers[static_cast<size_t>(q)].out + at * element, n * element, "allreduce");
+      read_peer(q, out + at * element, peers[static_cast<size_t>(q)].out + at * element,
+                n * element, "allreduce");
     }
   }
   meet("allreduce", until);  // nobody reads this rank's buffers any more
 }
 
-void ShmCommunicator::allgather_single_copy(const domino_buffer_t& send, const domino_buffer_t& recv,
-                                            const OpDescriptor& mine) {
+void ShmCommunicator::allgather_single_copy(const domino_buffer_t& send,
+                                            const domino_buffer_t& recv, const OpDescriptor& mine) {
   const size_t element = dtype_size(send.dtype);
   const size_t bytes = send.count * element;
   const auto* in = static_cast<const char*>(send.ptr);
@@ -227,8 +234,9 @@ void ShmCommunicator::allgather_single_copy(const domino_buffer_t& send, const d
   meet("allgather", until);
 }
 
-void ShmCommunicator::reduce_scatter_single_copy(const domino_buffer_t& send, const domino_buffer_t& recv,
-                                                 domino_redop_t op, const OpDescriptor& mine) {
+void ShmCommunicator::reduce_scatter_single_copy(const domino_buffer_t& send,
+                                                 const domino_buffer_t& recv, domino_redop_t op,
+                                                 const OpDescriptor& mine) {
   const size_t element = dtype_size(send.dtype);
   const size_t count = recv.count;
   const auto* in = static_cast<const char*>(send.ptr);
@@ -247,8 +255,8 @@ void ShmCommunicator::reduce_scatter_single_copy(const domino_buffer_t& send, co
       }
       auto& buffer = peer_chunks_[static_cast<size_t>(q)];
       buffer.resize(std::max(buffer.size(), chunk * element));
-      read_peer(q, buffer.data(), peers[static_cast<size_t>(q)].in + (block + at) * element, n * element,
-                "reduce_scatter");
+      read_peer(q, buffer.data(), peers[static_cast<size_t>(q)].in + (block + at) * element,
+                n * element, "reduce_scatter");
       inputs_[static_cast<size_t>(q)] = buffer.data();
     }
     reduce_buffers(out + at * element, inputs_.data(), size_, n, send.dtype, op);
@@ -289,7 +297,8 @@ char* ShmCommunicator::slot(int rank) const {
 void ShmCommunicator::check_usable(const char* op) const {
   if (!broken_reason_.empty()) {
     throw TransportError(DOMINO_ERR_PEER, std::string(op) + " on " + group_label_ +
-                                              " refused: the group broke earlier (" + broken_reason_ +
+                                              " refused: the group broke earlier (" +
+                                              broken_reason_ +
                                               "). Destroy the process group and create a new one.");
   }
 }
@@ -310,11 +319,15 @@ void ShmCommunicator::meet(const char* op, Deadline until) {
   }
 }
 
-OpDescriptor ShmCommunicator::describe_call(Op op, const domino_buffer_t& buffer, domino_redop_t redop,
-                                            int root, uint64_t count) {
+OpDescriptor ShmCommunicator::describe_call(Op op, const domino_buffer_t& buffer,
+                                            domino_redop_t redop, int root, uint64_t count) {
   check_usable(op_name(static_cast<uint32_t>(op)));
-  return OpDescriptor{static_cast<uint32_t>(op), static_cast<uint32_t>(buffer.dtype),
-                      static_cast<uint32_t>(redop), root, count, ++sequence_};
+  return OpDescriptor{static_cast<uint32_t>(op),
+                      static_cast<uint32_t>(buffer.dtype),
+                      static_cast<uint32_t>(redop),
+                      root,
+                      count,
+                      ++sequence_};
 }
 
 std::string ShmCommunicator::describe(const OpDescriptor& d) const {
@@ -344,8 +357,8 @@ void ShmCommunicator::open_round(const OpDescriptor& mine, const char* op, Deadl
   }
   close_round();  // every rank saw the same descriptors, so all leave this round together
   throw TransportError(DOMINO_ERR_MISMATCH,
-                       std::string(op) + " on " + group_label_ + ": ranks disagree on the collective:" +
-                           calls +
+                       std::string(op) + " on " + group_label_ +
+                           ": ranks disagree on the collective:" + calls +
                            "\nEvery rank must issue the same collectives in the same order, with "
                            "the same sizes, dtypes and ops.");
 }
@@ -360,27 +373,38 @@ void ShmCommunicator::yield_to_priority(Deadline until) const {
 }
 
 template <class Fill, class Drain>
-void ShmCommunicator::run_rounds(Op op, const OpDescriptor& mine, size_t rounds, Fill&& fill,
-                                 Drain&& drain) {
+void ShmCommunicator::run_chunks(Op op, const OpDescriptor& mine, size_t count, size_t chunk,
+                                 Fill&& fill, Drain&& drain) {
   const char* name = op_name(static_cast<uint32_t>(op));
   const Deadline until = deadline();
-  rounds = std::max<size_t>(rounds, 1);
+  const size_t rounds = std::max<size_t>(rounds_for(count, chunk), 1);
   for (size_t round = 0; round < rounds; ++round) {
     if (round > 0) yield_to_priority(until);
-    fill(round);
+    const size_t offset = round * chunk;
+    const size_t n = count == 0 ? 0 : std::min(chunk, count - offset);
+    if (n > 0) fill(offset, n);
     if (round == 0) {
       open_round(mine, name, until);
     } else {
       meet(name, until);
     }
-    drain(round);
+    if (n > 0) drain(offset, n);
     close_round();
+  }
+}
+
+void ShmCommunicator::stage_blocks(const char* source, size_t count, size_t offset, size_t n,
+                                   size_t chunk, size_t element) {
+  for (int r = 0; r < size_; ++r) {
+    std::memcpy(slot(rank_) + static_cast<size_t>(r) * chunk * element,
+                source + (static_cast<size_t>(r) * count + offset) * element, n * element);
   }
 }
 
 void ShmCommunicator::barrier() {
   const OpDescriptor mine = describe_call(Op::kBarrier, domino_buffer_t{}, DOMINO_SUM, -1, 0);
-  run_rounds(Op::kBarrier, mine, 1, [](size_t) {}, [](size_t) {});
+  run_chunks(
+      Op::kBarrier, mine, 0, 1, [](size_t, size_t) {}, [](size_t, size_t) {});
 }
 
 void ShmCommunicator::allreduce(const domino_buffer_t& send, const domino_buffer_t& recv,
@@ -401,8 +425,8 @@ void ShmCommunicator::reduce_to(const domino_buffer_t& send, const domino_buffer
   if (!unsupported.empty()) invalid(std::string(name) + " on " + group_label_ + ": " + unsupported);
   const bool receives = root < 0 || root == rank_;
   if (receives && (send.count != recv.count || send.dtype != recv.dtype)) {
-    invalid(std::string(name) + " on " + group_label_ + ": input has " + std::to_string(send.count) +
-            " elements but output has " + std::to_string(recv.count));
+    invalid(std::string(name) + " on " + group_label_ + ": input has " +
+            std::to_string(send.count) + " elements but output has " + std::to_string(recv.count));
   }
   const size_t element = dtype_size(send.dtype);
   const size_t count = send.count;
@@ -415,9 +439,10 @@ void ShmCommunicator::reduce_to(const domino_buffer_t& send, const domino_buffer
     return;
   }
   if (count * element <= std::min(small_message_bytes_, slot_bytes_)) {
-    run_rounds(
-        kind, mine, 1, [&](size_t) { std::memcpy(slot(rank_), in, count * element); },
-        [&](size_t) {
+    run_chunks(
+        kind, mine, count, std::max<size_t>(count, 1),
+        [&](size_t, size_t) { std::memcpy(slot(rank_), in, count * element); },
+        [&](size_t, size_t) {
           if (!receives) return;
           for (int r = 0; r < size_; ++r) inputs_[static_cast<size_t>(r)] = slot(r);
           reduce_buffers(out, inputs_.data(), size_, count, send.dtype, op);
@@ -428,31 +453,30 @@ void ShmCommunicator::reduce_to(const domino_buffer_t& send, const domino_buffer
   // Each rank copies in only the slices its peers reduce; its own slice it reads in place.
   const size_t chunk = slot_bytes_ / element;
   const Deadline until = deadline();
-  run_rounds(
-      kind, mine, rounds_for(count, chunk),
-      [&](size_t round) {
-        const size_t offset = round * chunk;
-        const size_t n = std::min(chunk, count - offset);
+  run_chunks(
+      kind, mine, count, chunk,
+      [&](size_t offset, size_t n) {
         for (int r = 0; r < size_; ++r) {
           if (r == rank_) continue;
           const auto [lo, hi] = slice_of(n, size_, r, element);
-          std::memcpy(slot(rank_) + lo * element, in + (offset + lo) * element, (hi - lo) * element);
+          std::memcpy(slot(rank_) + lo * element, in + (offset + lo) * element,
+                      (hi - lo) * element);
         }
       },
-      [&](size_t round) {
-        const size_t offset = round * chunk;
-        const size_t n = std::min(chunk, count - offset);
+      [&](size_t offset, size_t n) {
         const auto [lo, hi] = slice_of(n, size_, rank_, element);
         for (int r = 0; r < size_; ++r) {
           inputs_[static_cast<size_t>(r)] =
-              r == rank_ ? static_cast<const void*>(in + (offset + lo) * element) : slot(r) + lo * element;
+              r == rank_ ? static_cast<const void*>(in + (offset + lo) * element)
+                         : slot(r) + lo * element;
         }
         reduce_buffers(slot(rank_) + lo * element, inputs_.data(), size_, hi - lo, send.dtype, op);
         meet(name, until);
         if (!receives) return;
         for (int r = 0; r < size_; ++r) {
           const auto [rlo, rhi] = slice_of(n, size_, r, element);
-          std::memcpy(out + (offset + rlo) * element, slot(r) + rlo * element, (rhi - rlo) * element);
+          std::memcpy(out + (offset + rlo) * element, slot(r) + rlo * element,
+                      (rhi - rlo) * element);
         }
       });
 }
@@ -464,17 +488,13 @@ void ShmCommunicator::broadcast(const domino_buffer_t& buffer, int root) {
   auto* data = static_cast<char*>(buffer.ptr);
   const size_t chunk = slot_bytes_ / element;
   const OpDescriptor mine = describe_call(Op::kBroadcast, buffer, DOMINO_SUM, root, count);
-  run_rounds(
-      Op::kBroadcast, mine, rounds_for(count, chunk),
-      [&](size_t round) {
-        if (rank_ != root || count == 0) return;
-        const size_t offset = round * chunk;
-        std::memcpy(slot(rank_), data + offset * element, std::min(chunk, count - offset) * element);
+  run_chunks(
+      Op::kBroadcast, mine, count, chunk,
+      [&](size_t offset, size_t n) {
+        if (rank_ == root) std::memcpy(slot(rank_), data + offset * element, n * element);
       },
-      [&](size_t round) {
-        if (rank_ == root || count == 0) return;
-        const size_t offset = round * chunk;
-        std::memcpy(data + offset * element, slot(root), std::min(chunk, count - offset) * element);
+      [&](size_t offset, size_t n) {
+        if (rank_ != root) std::memcpy(data + offset * element, slot(root), n * element);
       });
 }
 
@@ -494,19 +514,15 @@ void ShmCommunicator::allgather(const domino_buffer_t& send, const domino_buffer
     allgather_single_copy(send, recv, mine);
     return;
   }
-  run_rounds(
-      Op::kAllgather, mine, rounds_for(count, chunk),
-      [&](size_t round) {
-        if (count == 0) return;
-        const size_t offset = round * chunk;
-        std::memcpy(slot(rank_), in + offset * element, std::min(chunk, count - offset) * element);
+  run_chunks(
+      Op::kAllgather, mine, count, chunk,
+      [&](size_t offset, size_t n) {
+        std::memcpy(slot(rank_), in + offset * element, n * element);
       },
-      [&](size_t round) {
-        if (count == 0) return;
-        const size_t offset = round * chunk;
-        const size_t n = std::min(chunk, count - offset);
+      [&](size_t offset, size_t n) {
         for (int r = 0; r < size_; ++r) {
-          std::memcpy(out + (static_cast<size_t>(r) * count + offset) * element, slot(r), n * element);
+          std::memcpy(out + (static_cast<size_t>(r) * count + offset) * element, slot(r),
+                      n * element);
         }
       });
 }
@@ -530,21 +546,10 @@ void ShmCommunicator::reduce_scatter(const domino_buffer_t& send, const domino_b
     reduce_scatter_single_copy(send, recv, op, mine);
     return;
   }
-  run_rounds(
-      Op::kReduceScatter, mine, rounds_for(count, chunk),
-      [&](size_t round) {
-        if (count == 0) return;
-        const size_t offset = round * chunk;
-        const size_t n = std::min(chunk, count - offset);
-        for (int r = 0; r < size_; ++r) {
-          std::memcpy(slot(rank_) + static_cast<size_t>(r) * chunk * element,
-                      in + (static_cast<size_t>(r) * count + offset) * element, n * element);
-        }
-      },
-      [&](size_t round) {
-        if (count == 0) return;
-        const size_t offset = round * chunk;
-        const size_t n = std::min(chunk, count - offset);
+  run_chunks(
+      Op::kReduceScatter, mine, count, chunk,
+      [&](size_t offset, size_t n) { stage_blocks(in, count, offset, n, chunk, element); },
+      [&](size_t offset, size_t n) {
         for (int r = 0; r < size_; ++r) {
           inputs_[static_cast<size_t>(r)] = slot(r) + static_cast<size_t>(rank_) * chunk * element;
         }
@@ -565,19 +570,16 @@ void ShmCommunicator::gather(const domino_buffer_t& send, const domino_buffer_t&
   auto* out = static_cast<char*>(recv.ptr);
   const size_t chunk = slot_bytes_ / element;
   const OpDescriptor mine = describe_call(Op::kGather, send, DOMINO_SUM, root, count);
-  run_rounds(
-      Op::kGather, mine, rounds_for(count, chunk),
-      [&](size_t round) {
-        if (count == 0) return;
-        const size_t offset = round * chunk;
-        std::memcpy(slot(rank_), in + offset * element, std::min(chunk, count - offset) * element);
+  run_chunks(
+      Op::kGather, mine, count, chunk,
+      [&](size_t offset, size_t n) {
+        std::memcpy(slot(rank_), in + offset * element, n * element);
       },
-      [&](size_t round) {
-        if (rank_ != root || count == 0) return;
-        const size_t offset = round * chunk;
-        const size_t n = std::min(chunk, count - offset);
+      [&](size_t offset, size_t n) {
+        if (rank_ != root) return;
         for (int r = 0; r < size_; ++r) {
-          std::memcpy(out + (static_cast<size_t>(r) * count + offset) * element, slot(r), n * element);
+          std::memcpy(out + (static_cast<size_t>(r) * count + offset) * element, slot(r),
+                      n * element);
         }
       });
 }
@@ -595,23 +597,14 @@ void ShmCommunicator::scatter(const domino_buffer_t& send, const domino_buffer_t
   auto* out = static_cast<char*>(recv.ptr);
   const size_t chunk = slot_bytes_ / element / static_cast<size_t>(size_);
   const OpDescriptor mine = describe_call(Op::kScatter, recv, DOMINO_SUM, root, count);
-  run_rounds(
-      Op::kScatter, mine, rounds_for(count, chunk),
-      [&](size_t round) {
-        if (rank_ != root || count == 0) return;
-        const size_t offset = round * chunk;
-        const size_t n = std::min(chunk, count - offset);
-        for (int r = 0; r < size_; ++r) {
-          std::memcpy(slot(rank_) + static_cast<size_t>(r) * chunk * element,
-                      in + (static_cast<size_t>(r) * count + offset) * element, n * element);
-        }
+  run_chunks(
+      Op::kScatter, mine, count, chunk,
+      [&](size_t offset, size_t n) {
+        if (rank_ == root) stage_blocks(in, count, offset, n, chunk, element);
       },
-      [&](size_t round) {
-        if (count == 0) return;
-        const size_t offset = round * chunk;
-        const size_t n = std::min(chunk, count - offset);
-        std::memcpy(out + offset * element, slot(root) + static_cast<size_t>(rank_) * chunk * element,
-                    n * element);
+      [&](size_t offset, size_t n) {
+        std::memcpy(out + offset * element,
+                    slot(root) + static_cast<size_t>(rank_) * chunk * element, n * element);
       });
 }
 
@@ -620,9 +613,11 @@ void ShmCommunicator::alltoall(const domino_buffer_t& send, const uint64_t* send
                                const uint64_t* recv_counts, const uint64_t* recv_offsets) {
   const size_t element = dtype_size(send.dtype);
   const auto p = static_cast<size_t>(size_);
-  if (2 * p * sizeof(uint64_t) > slot_bytes_) invalid("alltoall: group too large for the workspace");
+  if (2 * p * sizeof(uint64_t) > slot_bytes_)
+    invalid("alltoall: group too large for the workspace");
   for (size_t r = 0; r < p; ++r) {
-    if (send_offsets[r] + send_counts[r] > send.count || recv_offsets[r] + recv_counts[r] > recv.count) {
+    if (send_offsets[r] + send_counts[r] > send.count ||
+        recv_offsets[r] + recv_counts[r] > recv.count) {
       invalid("alltoall on " + group_label_ + ": the split for rank " + std::to_string(r) +
               " runs past the end of the input or output tensor");
     }
@@ -632,19 +627,20 @@ void ShmCommunicator::alltoall(const domino_buffer_t& send, const uint64_t* send
   const OpDescriptor mine = describe_call(Op::kAlltoall, send, DOMINO_SUM, -1, 0);
   uint64_t largest = 0;
   std::string disagreement;
-  run_rounds(
-      Op::kAlltoall, mine, 1,
-      [&](size_t) {
+  run_chunks(
+      Op::kAlltoall, mine, 1, 1,
+      [&](size_t, size_t) {
         auto* counts = reinterpret_cast<uint64_t*>(slot(rank_));
         std::memcpy(counts, send_counts, p * sizeof(uint64_t));
         std::memcpy(counts + p, recv_counts, p * sizeof(uint64_t));
       },
-      [&](size_t) {
+      [&](size_t, size_t) {
         for (size_t s = 0; s < p; ++s) {
           const auto* of_s = reinterpret_cast<const uint64_t*>(slot(static_cast<int>(s)));
           for (size_t d = 0; d < p; ++d) {
             const uint64_t sends = of_s[d];
-            const uint64_t expects = reinterpret_cast<const uint64_t*>(slot(static_cast<int>(d)))[p + s];
+            const uint64_t expects =
+                reinterpret_cast<const uint64_t*>(slot(static_cast<int>(d)))[p + s];
             largest = std::max(largest, sends);
             if (sends != expects && disagreement.empty()) {
               disagreement = "rank " + std::to_string(s) + " sends " + std::to_string(sends) +
@@ -655,10 +651,10 @@ void ShmCommunicator::alltoall(const domino_buffer_t& send, const uint64_t* send
         }
       });
   if (!disagreement.empty()) {
-    throw TransportError(DOMINO_ERR_MISMATCH, "alltoall on " + group_label_ + ": split sizes disagree: " +
-                                                  disagreement +
-                                                  ". Input splits of each rank must equal the output "
-                                                  "splits its peers give for it.");
+    throw TransportError(DOMINO_ERR_MISMATCH,
+                         "alltoall on " + group_label_ + ": split sizes disagree: " + disagreement +
+                             ". Input splits of each rank must equal the output "
+                             "splits its peers give for it.");
   }
   const size_t per_peer = slot_bytes_ / element / p;
   const auto* in = static_cast<const char*>(send.ptr);
@@ -671,14 +667,16 @@ void ShmCommunicator::alltoall(const domino_buffer_t& send, const uint64_t* send
     for (size_t d = 0; d < p; ++d) {
       if (send_counts[d] <= offset) continue;
       const size_t n = std::min<size_t>(per_peer, send_counts[d] - offset);
-      std::memcpy(slot(rank_) + d * per_peer * element, in + (send_offsets[d] + offset) * element, n * element);
+      std::memcpy(slot(rank_) + d * per_peer * element, in + (send_offsets[d] + offset) * element,
+                  n * element);
     }
     meet("alltoall", until);
     for (size_t s = 0; s < p; ++s) {
       if (recv_counts[s] <= offset) continue;
       const size_t n = std::min<size_t>(per_peer, recv_counts[s] - offset);
       std::memcpy(out + (recv_offsets[s] + offset) * element,
-                  slot(static_cast<int>(s)) + static_cast<size_t>(rank_) * per_peer * element, n * element);
+                  slot(static_cast<int>(s)) + static_cast<size_t>(rank_) * per_peer * element,
+                  n * element);
     }
     close_round();
   }

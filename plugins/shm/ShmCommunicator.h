@@ -26,14 +26,16 @@ class ShmCommunicator {
   explicit ShmCommunicator(const domino_comm_config_t& config);
 
   void allreduce(const domino_buffer_t& send, const domino_buffer_t& recv, domino_redop_t op);
-  void reduce(const domino_buffer_t& send, const domino_buffer_t& recv, domino_redop_t op, int root);
+  void reduce(const domino_buffer_t& send, const domino_buffer_t& recv, domino_redop_t op,
+              int root);
   void broadcast(const domino_buffer_t& buffer, int root);
   void allgather(const domino_buffer_t& send, const domino_buffer_t& recv);
   void reduce_scatter(const domino_buffer_t& send, const domino_buffer_t& recv, domino_redop_t op);
   void gather(const domino_buffer_t& send, const domino_buffer_t& recv, int root);
   void scatter(const domino_buffer_t& send, const domino_buffer_t& recv, int root);
-  void alltoall(const domino_buffer_t& send, const uint64_t* send_counts, const uint64_t* send_offsets,
-                const domino_buffer_t& recv, const uint64_t* recv_counts, const uint64_t* recv_offsets);
+  void alltoall(const domino_buffer_t& send, const uint64_t* send_counts,
+                const uint64_t* send_offsets, const domino_buffer_t& recv,
+                const uint64_t* recv_counts, const uint64_t* recv_offsets);
   void barrier();
   void send(const domino_buffer_t& buffer, int peer, int32_t tag);
   int recv(const domino_buffer_t& buffer, int peer, int32_t tag);
@@ -58,10 +60,16 @@ class ShmCommunicator {
   };
   static const char* op_name(uint32_t op);
 
-  // One collective of `rounds` rounds (at least one, so descriptors are always compared).
-  // fill(round) writes this rank's slot; drain(round) reads the others'.
+  // One collective over `count` elements, a round per `chunk`: fill(offset, n) writes this
+  // rank's slot, drain(offset, n) reads the others'. At least one round runs, so descriptors
+  // are always compared; for count 0 neither callback runs.
   template <class Fill, class Drain>
-  void run_rounds(Op op, const OpDescriptor& mine, size_t rounds, Fill&& fill, Drain&& drain);
+  void run_chunks(Op op, const OpDescriptor& mine, size_t count, size_t chunk, Fill&& fill,
+                  Drain&& drain);
+  // Copies elements [offset, offset + n) of each rank's block (blocks of `count` in source) into
+  // this rank's slot, block r at r * chunk.
+  void stage_blocks(const char* source, size_t count, size_t offset, size_t n, size_t chunk,
+                    size_t element);
   void reduce_to(const domino_buffer_t& send, const domino_buffer_t& recv, domino_redop_t op,
                  int root, Op kind);
   // Single-copy variants: round 0 publishes each rank's buffer addresses, then every rank reads
@@ -71,11 +79,13 @@ class ShmCommunicator {
     uint64_t in;
     uint64_t out;
   };
-  std::vector<Addresses> exchange_addresses(Op op, const OpDescriptor& mine, const void* in, const void* out);
+  std::vector<Addresses> exchange_addresses(Op op, const OpDescriptor& mine, const void* in,
+                                            const void* out);
   void read_peer(int peer, void* local, uint64_t remote, size_t bytes, const char* op);
-  void allreduce_single_copy(const domino_buffer_t& send, const domino_buffer_t& recv, domino_redop_t op,
+  void allreduce_single_copy(const domino_buffer_t& send, const domino_buffer_t& recv,
+                             domino_redop_t op, const OpDescriptor& mine);
+  void allgather_single_copy(const domino_buffer_t& send, const domino_buffer_t& recv,
                              const OpDescriptor& mine);
-  void allgather_single_copy(const domino_buffer_t& send, const domino_buffer_t& recv, const OpDescriptor& mine);
   void reduce_scatter_single_copy(const domino_buffer_t& send, const domino_buffer_t& recv,
                                   domino_redop_t op, const OpDescriptor& mine);
   void probe_single_copy(Deadline deadline);

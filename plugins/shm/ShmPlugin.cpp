@@ -15,10 +15,12 @@ int create(const domino_comm_config_t* config, domino_comm_t** comm, char* err, 
   return guard_abi(err, n, [&] { *comm = new domino_comm{domino::shm::ShmCommunicator(*config)}; });
 }
 
-void destroy(domino_comm_t* comm) { delete comm; }
+void destroy(domino_comm_t* comm) {
+  delete comm;
+}
 
-int allreduce(domino_comm_t* c, const domino_buffer_t* send, domino_buffer_t* recv, domino_redop_t op,
-              char* err, size_t n) {
+int allreduce(domino_comm_t* c, const domino_buffer_t* send, domino_buffer_t* recv,
+              domino_redop_t op, char* err, size_t n) {
   return guard_abi(err, n, [&] { c->impl.allreduce(*send, *recv, op); });
 }
 
@@ -35,7 +37,8 @@ int reduce(domino_comm_t* c, const domino_buffer_t* send, domino_buffer_t* recv,
   return guard_abi(err, n, [&] { c->impl.reduce(*send, *recv, op, root); });
 }
 
-int allgather(domino_comm_t* c, const domino_buffer_t* send, domino_buffer_t* recv, char* err, size_t n) {
+int allgather(domino_comm_t* c, const domino_buffer_t* send, domino_buffer_t* recv, char* err,
+              size_t n) {
   return guard_abi(err, n, [&] { c->impl.allgather(*send, *recv); });
 }
 
@@ -62,7 +65,8 @@ int alltoall(domino_comm_t* c, const domino_buffer_t* send, const uint64_t* send
   });
 }
 
-int send(domino_comm_t* c, const domino_buffer_t* buffer, int32_t peer, int32_t tag, char* err, size_t n) {
+int send(domino_comm_t* c, const domino_buffer_t* buffer, int32_t peer, int32_t tag, char* err,
+         size_t n) {
   return guard_abi(err, n, [&] { c->impl.send(*buffer, peer, tag); });
 }
 
@@ -75,10 +79,25 @@ int recv(domino_comm_t* c, domino_buffer_t* buffer, int32_t peer, int32_t tag, i
 }
 
 const domino_plugin_v1_t kShmPlugin = {
-    DOMINO_PLUGIN_ABI_VERSION, "shm",   DOMINO_DEVICE_CPU, create,  destroy, allreduce,
-    barrier,                   broadcast, reduce,          allgather, reduce_scatter, gather,
-    scatter,                   alltoall, send,             recv,
+    DOMINO_PLUGIN_ABI_VERSION,
+    "shm",
+    DOMINO_DEVICE_CPU,
+    create,
+    destroy,
+    allreduce,
+    barrier,
+    broadcast,
+    reduce,
+    allgather,
+    reduce_scatter,
+    gather,
+    scatter,
+    alltoall,
+    send,
+    recv,
 };
 }  // namespace
 
-const domino_plugin_v1_t* domino_shm_plugin() { return &kShmPlugin; }
+const domino_plugin_v1_t* domino_shm_plugin() {
+  return &kShmPlugin;
+}

@@ -1,10 +1,10 @@
 // torch_domino._C: the backend class for torch.distributed's creator function, plus the
 // overlap configuration. The only translation unit that sees pybind11.
 #include <pybind11/chrono.h>
-#include <optional>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>
+#include <optional>
 
 #include "HandleScope.h"
 #include "PriorityGuard.h"
@@ -96,7 +96,8 @@ PYBIND11_MODULE(_C, m) {
       .def(py::init<>())
       .def("open", &PyHandleScope::open)
       .def("wait", &PyHandleScope::wait, py::call_guard<py::gil_scoped_release>())
-      .def("close", &PyHandleScope::close, py::arg("raise_error"), py::call_guard<py::gil_scoped_release>())
+      .def("close", &PyHandleScope::close, py::arg("raise_error"),
+           py::call_guard<py::gil_scoped_release>())
       .def("__len__", &PyHandleScope::size);
   m.def("_current_priority", [] {
     const auto p = domino::current_priority();

@@ -62,7 +62,8 @@ TEST(PluginRegistry, RejectsALibraryThatIsNotAPlugin) {
     PluginRegistry registry({dir});
     FAIL() << "expected rejection";
   } catch (const TransportError& e) {
-    EXPECT_NE(std::string(e.what()).find("libdomino-plugin-broken.so"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("libdomino-plugin-broken.so"), std::string::npos)
+        << e.what();
   }
   std::filesystem::remove_all(dir);
 }

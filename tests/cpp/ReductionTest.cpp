@@ -108,8 +108,8 @@ TEST_P(ReductionSizes, MatchesAScalarReferenceForEveryOp) {
     check_exact<float>(DOMINO_FLOAT32, op, n, count);
     check_exact<double>(DOMINO_FLOAT64, op, n, count);
   }
-  for (domino_redop_t op : {DOMINO_SUM, DOMINO_PRODUCT, DOMINO_MIN, DOMINO_MAX, DOMINO_BAND,
-                            DOMINO_BOR, DOMINO_BXOR}) {
+  for (domino_redop_t op :
+       {DOMINO_SUM, DOMINO_PRODUCT, DOMINO_MIN, DOMINO_MAX, DOMINO_BAND, DOMINO_BOR, DOMINO_BXOR}) {
     check_exact<int32_t>(DOMINO_INT32, op, n, count);
     check_exact<int64_t>(DOMINO_INT64, op, n, count);
     check_exact<int8_t>(DOMINO_INT8, op, n, count);
@@ -146,7 +146,9 @@ TEST(Reduction, Float16AccumulatesInFloat32) {
   const size_t count = 257;
   std::vector<std::vector<_Float16>> in(n, std::vector<_Float16>(count));
   for (int k = 0; k < n; ++k) {
-    for (size_t i = 0; i < count; ++i) in[k][i] = static_cast<_Float16>(0.1f * static_cast<float>(k + 1) + 1e-3f * static_cast<float>(i));
+    for (size_t i = 0; i < count; ++i)
+      in[k][i] =
+          static_cast<_Float16>(0.1f * static_cast<float>(k + 1) + 1e-3f * static_cast<float>(i));
   }
   std::vector<const void*> ptrs;
   for (auto& v : in) ptrs.push_back(v.data());
@@ -155,7 +157,8 @@ TEST(Reduction, Float16AccumulatesInFloat32) {
   for (size_t i = 0; i < count; ++i) {
     float acc = 0;
     for (int k = 0; k < n; ++k) acc += static_cast<float>(in[k][i]);
-    ASSERT_EQ(static_cast<float>(out[i]), static_cast<float>(static_cast<_Float16>(acc * 0.25f))) << i;
+    ASSERT_EQ(static_cast<float>(out[i]), static_cast<float>(static_cast<_Float16>(acc * 0.25f)))
+        << i;
   }
 }
 

@@ -16,11 +16,14 @@ namespace {
 std::set<std::string> dev_shm_entries() {
   std::set<std::string> names;
   std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator("/dev/shm", ec)) names.insert(e.path().string());
+  for (const auto& e : std::filesystem::directory_iterator("/dev/shm", ec))
+    names.insert(e.path().string());
   return names;
 }
 
-Deadline in_seconds(int s) { return std::chrono::steady_clock::now() + std::chrono::seconds(s); }
+Deadline in_seconds(int s) {
+  return std::chrono::steady_clock::now() + std::chrono::seconds(s);
+}
 
 TEST(SharedSegment, IsPrivateZeroedAndLeavesNoName) {
   const auto before = dev_shm_entries();
@@ -68,9 +71,8 @@ TEST(FdHandoff, AWrongTokenIsRefused) {
   FdServer server;
   std::string forged = server.ticket();
   forged.back() = forged.back() == '0' ? '1' : '0';
-  std::thread serve([&] {
-    EXPECT_THROW(server.serve(segment.fd(), 1, in_seconds(2)), TransportError);
-  });
+  std::thread serve(
+      [&] { EXPECT_THROW(server.serve(segment.fd(), 1, in_seconds(2)), TransportError); });
   EXPECT_THROW(receive_fd(forged, in_seconds(2)), TransportError);
   serve.join();
 }
@@ -79,7 +81,8 @@ TEST(FdHandoff, ServerTimesOutSayingHowManyArrived) {
   SharedSegment segment = SharedSegment::create(4096, "unit");
   FdServer server;
   try {
-    server.serve(segment.fd(), 3, std::chrono::steady_clock::now() + std::chrono::milliseconds(200));
+    server.serve(segment.fd(), 3,
+                 std::chrono::steady_clock::now() + std::chrono::milliseconds(200));
     FAIL();
   } catch (const TransportError& e) {
     EXPECT_EQ(e.status(), DOMINO_ERR_TIMEOUT);

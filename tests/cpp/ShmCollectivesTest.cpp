@@ -16,16 +16,21 @@ namespace {
 constexpr uint64_t kSmallWorkspace = 1 << 20;  // 64 KiB slots at 8 ranks: many rounds
 
 // value of element i contributed by rank r
-int64_t v(int r, size_t i) { return static_cast<int64_t>(r + 1) * 1000 + static_cast<int64_t>(i % 997); }
+int64_t v(int r, size_t i) {
+  return static_cast<int64_t>(r + 1) * 1000 + static_cast<int64_t>(i % 997);
+}
 
-domino_buffer_t buf(std::vector<int64_t>& data) { return {data.data(), data.size(), DOMINO_INT64, -1}; }
+domino_buffer_t buf(std::vector<int64_t>& data) {
+  return {data.data(), data.size(), DOMINO_INT64, -1};
+}
 
-std::string expect_eq(const std::vector<int64_t>& got, const std::vector<int64_t>& want, const char* what) {
+std::string expect_eq(const std::vector<int64_t>& got, const std::vector<int64_t>& want,
+                      const char* what) {
   if (got.size() != want.size()) return std::string(what) + ": size differs";
   for (size_t i = 0; i < got.size(); ++i) {
     if (got[i] != want[i]) {
-      return std::string(what) + ": element " + std::to_string(i) + " is " + std::to_string(got[i]) +
-             ", expected " + std::to_string(want[i]);
+      return std::string(what) + ": element " + std::to_string(i) + " is " +
+             std::to_string(got[i]) + ", expected " + std::to_string(want[i]);
     }
   }
   return "";
@@ -54,7 +59,8 @@ std::string run_all_collectives(int rank, int size, ShmCommunicator& comm) {
     if (auto e = expect_eq(b, want, "broadcast"); !e.empty()) return e;
 
     // allgather
-    std::vector<int64_t> gathered(n * static_cast<size_t>(size), -1), all(n * static_cast<size_t>(size));
+    std::vector<int64_t> gathered(n * static_cast<size_t>(size), -1),
+        all(n * static_cast<size_t>(size));
     for (int r = 0; r < size; ++r) {
       for (size_t i = 0; i < n; ++i) all[static_cast<size_t>(r) * n + i] = v(r, i);
     }
@@ -103,10 +109,12 @@ std::string run_all_collectives(int rank, int size, ShmCommunicator& comm) {
   }
   std::vector<int64_t> a_in(total_send), a_out(total_recv, -1), a_want(total_recv);
   for (int d = 0; d < size; ++d) {
-    for (uint64_t i = 0; i < sc[d]; ++i) a_in[so[d] + i] = rank * 100000000LL + d * 1000000LL + static_cast<int64_t>(i);
+    for (uint64_t i = 0; i < sc[d]; ++i)
+      a_in[so[d] + i] = rank * 100000000LL + d * 1000000LL + static_cast<int64_t>(i);
   }
   for (int s = 0; s < size; ++s) {
-    for (uint64_t i = 0; i < rc[s]; ++i) a_want[ro[s] + i] = s * 100000000LL + rank * 1000000LL + static_cast<int64_t>(i);
+    for (uint64_t i = 0; i < rc[s]; ++i)
+      a_want[ro[s] + i] = s * 100000000LL + rank * 1000000LL + static_cast<int64_t>(i);
   }
   comm.alltoall(buf(a_in), sc.data(), so.data(), buf(a_out), rc.data(), ro.data());
   if (auto e = expect_eq(a_out, a_want, "alltoall"); !e.empty()) return e;
@@ -119,9 +127,10 @@ class ShmCollectives : public ::testing::TestWithParam<int> {};
 TEST_P(ShmCollectives, EveryOpMatchesALocalReference) {
   const int size = GetParam();
   testing::ShmGroup group;
-  const auto outcomes = group.run(size, 60000, [&](int rank, ShmCommunicator& comm) {
-    return run_all_collectives(rank, size, comm);
-  }, kSmallWorkspace);
+  const auto outcomes = group.run(
+      size, 60000,
+      [&](int rank, ShmCommunicator& comm) { return run_all_collectives(rank, size, comm); },
+      kSmallWorkspace);
   for (int r = 0; r < size; ++r) {
     EXPECT_EQ(outcomes[r].exit_code, 0) << "rank " << r << ": " << outcomes[r].message;
     EXPECT_EQ(outcomes[r].message, "") << "rank " << r;
@@ -147,7 +156,9 @@ TEST(ShmCollectives, AlltoallSplitDisagreementIsReportedOnEveryRank) {
     return std::string("no error");
   });
   for (const auto& o : outcomes) {
-    EXPECT_NE(o.message.find("rank 0 sends 2 elements to rank 1, which expects 1"), std::string::npos) << o.message;
+    EXPECT_NE(o.message.find("rank 0 sends 2 elements to rank 1, which expects 1"),
+              std::string::npos)
+        << o.message;
   }
 }
 
@@ -192,7 +203,8 @@ TEST(ShmPointToPoint, AnySourceReportsTheSenderAndTagsMustMatch) {
   });
   EXPECT_EQ(outcomes[0].exit_code, 0) << outcomes[0].message;
   EXPECT_EQ(outcomes[0].message.rfind("from 2 value 2|", 0), 0u) << outcomes[0].message;
-  EXPECT_NE(outcomes[0].message.find("expects tag 4 but the next message from it has tag 9"), std::string::npos)
+  EXPECT_NE(outcomes[0].message.find("expects tag 4 but the next message from it has tag 9"),
+            std::string::npos)
       << outcomes[0].message;
 }
 

@@ -14,7 +14,8 @@ using Group = testing::ShmGroup;
 
 std::string check_sum(int rank, int size, ShmCommunicator& comm, size_t count, bool in_place) {
   std::vector<float> in(count), out(count, -1.0f);
-  for (size_t i = 0; i < count; ++i) in[i] = static_cast<float>((rank + 1) * static_cast<int>(i % 7));
+  for (size_t i = 0; i < count; ++i)
+    in[i] = static_cast<float>((rank + 1) * static_cast<int>(i % 7));
   domino_buffer_t send{in.data(), count, DOMINO_FLOAT32, -1};
   domino_buffer_t recv{in_place ? in.data() : out.data(), count, DOMINO_FLOAT32, -1};
   comm.allreduce(send, recv, DOMINO_SUM);
@@ -47,7 +48,8 @@ TEST_P(ShmAllreduce, SmallAndChunkedSumsAreExact) {
     comm.barrier();
     return std::string();
   });
-  for (int r = 0; r < size; ++r) EXPECT_EQ(outcomes[r].exit_code, 0) << "rank " << r << ": " << outcomes[r].message;
+  for (int r = 0; r < size; ++r)
+    EXPECT_EQ(outcomes[r].exit_code, 0) << "rank " << r << ": " << outcomes[r].message;
 }
 
 INSTANTIATE_TEST_SUITE_P(WorldSizes, ShmAllreduce, ::testing::Values(1, 2, 3, 4, 5));
@@ -97,7 +99,8 @@ TEST(ShmCommunicator, ARankThatNeverArrivesIsNamedAtTheTimeout) {
     const std::string& m = outcomes[r].message;
     // One rank times out; the other may see the group marked broken first. Both name rank 2.
     EXPECT_TRUE(m.rfind(std::to_string(DOMINO_ERR_TIMEOUT) + ":", 0) == 0 ||
-                m.rfind(std::to_string(DOMINO_ERR_PEER) + ":", 0) == 0) << m;
+                m.rfind(std::to_string(DOMINO_ERR_PEER) + ":", 0) == 0)
+        << m;
     EXPECT_NE(m.find("rank(s) 2 never reached it"), std::string::npos) << m;
   }
 }

@@ -29,6 +29,16 @@ def flat_params(model: nn.Module) -> list:
     return out
 
 
+def train_steps(model: nn.Module, rank: int, steps: int) -> None:
+    """SGD on this rank's own batches (data parallelism)."""
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    for step in range(steps):
+        x, y = batch(rank, step)
+        opt.zero_grad()
+        nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+
+
 def ddp(rank: int, world: int, steps: int, hook: str) -> list:
     from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -37,12 +47,7 @@ def ddp(rank: int, world: int, steps: int, hook: str) -> list:
         from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
         model.register_comm_hook(None, default_hooks.fp16_compress_hook)
-    opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    for step in range(steps):
-        x, y = batch(rank, step)
-        opt.zero_grad()
-        nn.functional.mse_loss(model(x), y).backward()
-        opt.step()
+    train_steps(model, rank, steps)
     return flat_params(model.module)
 
 
@@ -56,12 +61,7 @@ def fsdp2(rank: int, world: int, steps: int) -> list:
         if isinstance(layer, nn.Linear):
             fully_shard(layer, mesh=mesh)
     fully_shard(model, mesh=mesh)
-    opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    for step in range(steps):
-        x, y = batch(rank, step)
-        opt.zero_grad()
-        nn.functional.mse_loss(model(x), y).backward()
-        opt.step()
+    train_steps(model, rank, steps)
     return flat_params(model)
 
 

@@ -74,11 +74,11 @@ typedef struct domino_bootstrap {
 typedef struct domino_comm_config {
   int32_t rank; /* rank within the communicator */
   int32_t size;
-  const int64_t* global_ranks; /* size entries, for messages */
-  const char* group_name;      /* for messages */
-  int64_t timeout_ms;          /* how long any rank waits for its peers */
-  uint64_t workspace_bytes;    /* per-communicator staging budget; 0 = plugin default */
-  uint64_t chunk_bytes;        /* pipeline chunk for large messages; 0 = plugin default */
+  const int64_t* global_ranks;  /* size entries, for messages */
+  const char* group_name;       /* for messages */
+  int64_t timeout_ms;           /* how long any rank waits for its peers */
+  uint64_t workspace_bytes;     /* per-communicator staging budget; 0 = plugin default */
+  uint64_t chunk_bytes;         /* pipeline chunk for large messages; 0 = plugin default */
   uint64_t small_message_bytes; /* at or below: latency-optimal algorithm; 0 = plugin default */
   int32_t single_copy;          /* large messages read straight from peers: 0 auto, -1 never */
   const domino_bootstrap_t* bootstrap;
@@ -124,9 +124,8 @@ typedef struct domino_plugin_v1 {
                  int32_t root, char* err, size_t err_size);
   /* Per peer: counts and offsets (elements) into send and recv, size entries each. */
   int (*alltoall)(domino_comm_t* comm, const domino_buffer_t* send, const uint64_t* send_counts,
-                  const uint64_t* send_offsets, domino_buffer_t* recv,
-                  const uint64_t* recv_counts, const uint64_t* recv_offsets, char* err,
-                  size_t err_size);
+                  const uint64_t* send_offsets, domino_buffer_t* recv, const uint64_t* recv_counts,
+                  const uint64_t* recv_offsets, char* err, size_t err_size);
   /* Point to point. Messages between two ranks arrive in order; tags must match. */
   int (*send)(domino_comm_t* comm, const domino_buffer_t* buffer, int32_t peer, int32_t tag,
               char* err, size_t err_size);

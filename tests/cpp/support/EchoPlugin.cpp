@@ -35,20 +35,25 @@ int create(const domino_comm_config_t* config, domino_comm_t** comm, char* err, 
   return DOMINO_OK;
 }
 
-void destroy(domino_comm_t* comm) { delete comm; }
+void destroy(domino_comm_t* comm) {
+  delete comm;
+}
 
 int allreduce(domino_comm_t*, const domino_buffer_t* send, domino_buffer_t* recv, domino_redop_t,
               char*, size_t) {
-  if (send->ptr != recv->ptr) std::memcpy(recv->ptr, send->ptr, send->count * element_bytes(send->dtype));
+  if (send->ptr != recv->ptr)
+    std::memcpy(recv->ptr, send->ptr, send->count * element_bytes(send->dtype));
   return DOMINO_OK;
 }
 
-int barrier(domino_comm_t*, char*, size_t) { return DOMINO_OK; }
+int barrier(domino_comm_t*, char*, size_t) {
+  return DOMINO_OK;
+}
 
 // Only all-reduce and barrier: the other entries stay NULL, which the backend reports as
 // unsupported by this transport.
-const domino_plugin_v1_t kEcho = {DOMINO_PLUGIN_ABI_VERSION, "echo", DOMINO_DEVICE_CPU, create,
-                                  destroy, allreduce, barrier};
+const domino_plugin_v1_t kEcho = {
+    DOMINO_PLUGIN_ABI_VERSION, "echo", DOMINO_DEVICE_CPU, create, destroy, allreduce, barrier};
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) const domino_plugin_v1_t* domino_plugin_init(

@@ -62,7 +62,8 @@ inline std::vector<RankOutcome> fork_ranks(int ranks, const std::function<std::s
     if (WIFEXITED(status)) outcomes[r].exit_code = WEXITSTATUS(status);
     char buffer[8192];
     ssize_t n;
-    while ((n = read(pipes[r], buffer, sizeof buffer)) > 0) outcomes[r].message.append(buffer, static_cast<size_t>(n));
+    while ((n = read(pipes[r], buffer, sizeof buffer)) > 0)
+      outcomes[r].message.append(buffer, static_cast<size_t>(n));
     close(pipes[r]);
   }
   return outcomes;
