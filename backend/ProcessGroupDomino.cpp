@@ -21,6 +21,23 @@ namespace domino {
 
 namespace {
 constexpr uint64_t kDirectOnlyBytes = ~0ull;
+
+// Every rank publishes its host identity; every rank then reads all of them.
+topology::GroupLayout exchange_layout(c10d::Store& store, int rank, int size,
+                                      const std::string& host_override,
+                                      std::chrono::milliseconds timeout) {
+  const std::string mine = topology::local_host_id(host_override);
+  const std::string prefix = "domino/host/";
+  store.set(prefix + std::to_string(rank), std::vector<uint8_t>(mine.begin(), mine.end()));
+  std::vector<std::string> keys, ids;
+  for (int r = 0; r < size; ++r) keys.push_back(prefix + std::to_string(r));
+  store.wait(keys, timeout);
+  for (const auto& key : keys) {
+    const std::vector<uint8_t> value = store.get(key);
+    ids.emplace_back(value.begin(), value.end());
+  }
+  return topology::layout_from_host_ids(ids);
+}
 constexpr uint64_t kAlwaysChunked = 1;
 // Niceness of the low lane's thread: on contended cores it yields most of its share to the
 // threads issuing high-priority work, without starving (measured with bench --suite priority).
@@ -86,6 +103,25 @@ ProcessGroupDomino::ProcessGroupDomino(const c10::intrusive_ptr<c10d::Store>& st
   group_name_ = options_->group_name.empty() ? "default" : options_->group_name;
 
   try {
+    layout_ = exchange_layout(*store_, rank, size, settings_.host_id, options_->timeout);
+  } catch (const std::exception& e) {
+    C10_THROW_ERROR(DistBackendError,
+                    std::string("domino: init of ") + label() +
+                        " failed while ranks exchanged host identities: " + e.what());
+  }
+  if (!layout_.single_host()) {
+    std::string hosts;
+    for (size_t h = 0; h < layout_.hosts.size(); ++h) {
+      hosts += (h ? "; " : "") + layout_.hosts[h] + ": ranks";
+      for (int r : layout_.host_ranks[h]) hosts += " " + std::to_string(r);
+    }
+    TORCH_CHECK(false, "domino: init of ", label(), " failed: the group spans ",
+                layout_.hosts.size(), " hosts (", hosts,
+                ") and this build has no inter-host transport yet. Use one host "
+                "per group, or gloo/nccl across hosts (e.g. \"cpu:gloo,cuda:nccl\").");
+  }
+
+  try {
     registry_ = std::make_unique<PluginRegistry>(settings_.plugin_path);
     const std::string intra =
         settings_.intra_transport == "auto" ? std::string("shm") : settings_.intra_transport;
@@ -137,6 +173,12 @@ void ProcessGroupDomino::shutdown() {
 
 const char* ProcessGroupDomino::intra_transport() const {
   return plugin_ != nullptr ? plugin_->name : "none";
+}
+
+const topology::HostTopology& ProcessGroupDomino::host() const {
+  std::lock_guard<std::mutex> lock(host_mutex_);
+  if (!host_) host_ = topology::load_host_topology(settings_.topology_file);
+  return *host_;
 }
 
 bool ProcessGroupDomino::higher_priority_pending(int lane) const {

@@ -10,10 +10,14 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 
 #include "config/Settings.h"
 #include "domino/plugin.h"
+#include "topology/GroupLayout.h"
+#include "topology/HostTopology.h"
 
 namespace domino {
 
@@ -43,6 +47,9 @@ class ProcessGroupDomino : public c10d::Backend {
   const std::string getBackendName() const override { return "domino"; }
   c10::intrusive_ptr<c10d::Backend::Options> getBackendOptions() override { return options_; }
   const Settings& settings() const { return settings_; }
+  // Where this group's ranks sit and what this host looks like, for torch_domino.topology().
+  const topology::GroupLayout& layout() const { return layout_; }
+  const topology::HostTopology& host() const;
   const char* intra_transport() const;
   Priority default_priority() const { return default_priority_; }
 
@@ -124,6 +131,9 @@ class ProcessGroupDomino : public c10d::Backend {
   const domino_plugin_v1_t* plugin_ = nullptr;
   c10::intrusive_ptr<c10d::Store> store_;
   std::vector<int64_t> global_ranks_;
+  topology::GroupLayout layout_;
+  mutable std::optional<topology::HostTopology> host_;  // loaded on first request
+  mutable std::mutex host_mutex_;
   std::string group_name_;
   struct LaneComm {
     std::unique_ptr<StoreBootstrap> bootstrap;

@@ -15,6 +15,38 @@
 namespace py = pybind11;
 
 namespace {
+py::dict host_dict(const domino::topology::HostTopology& host) {
+  auto devices = [](const std::vector<domino::topology::Device>& list) {
+    py::list out;
+    for (const auto& d : list) {
+      py::dict entry;
+      entry["name"] = d.name;
+      entry["pci_busid"] = d.pci_busid;
+      entry["numa"] = d.numa;
+      if (!d.closest_nic.empty()) entry["closest_nic"] = d.closest_nic;
+      out.append(entry);
+    }
+    return out;
+  };
+  py::dict out;
+  out["source"] = host.source;
+  out["packages"] = host.packages;
+  out["cores"] = host.cores;
+  out["processing_units"] = host.processing_units;
+  py::list numa;
+  for (const auto& n : host.numa_nodes) {
+    py::dict entry;
+    entry["os_index"] = n.os_index;
+    entry["cpus"] = n.cpus;
+    entry["memory_bytes"] = n.memory_bytes;
+    numa.append(entry);
+  }
+  out["numa_nodes"] = numa;
+  out["gpus"] = devices(host.gpus);
+  out["nics"] = devices(host.nics);
+  return out;
+}
+
 // Python context managers open and close these explicitly: the C++ objects are bound to the
 // thread's scope stack, so their lifetime must not depend on the garbage collector.
 class PyPriorityGuard {
@@ -85,9 +117,36 @@ PYBIND11_MODULE(_C, m) {
            py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("options", &domino::ProcessGroupDomino::getBackendOptions)
       .def_property_readonly("intra_transport", &domino::ProcessGroupDomino::intra_transport)
-      .def_property_readonly("default_priority", [](const domino::ProcessGroupDomino& pg) {
-        return std::string(domino::priority_name(pg.default_priority()));
-      });
+      .def_property_readonly("default_priority",
+                             [](const domino::ProcessGroupDomino& pg) {
+                               return std::string(domino::priority_name(pg.default_priority()));
+                             })
+      .def("_layout",
+           [](const domino::ProcessGroupDomino& pg) {
+             const auto& l = pg.layout();
+             py::dict out;
+             py::list hosts;
+             for (size_t h = 0; h < l.hosts.size(); ++h) {
+               py::dict entry;
+               entry["id"] = l.hosts[h];
+               entry["ranks"] = l.host_ranks[h];
+               hosts.append(entry);
+             }
+             out["hosts"] = hosts;
+             out["local_rank"] = l.local_rank[static_cast<size_t>(pg.getRank())];
+             out["local_size"] = l.local_size(pg.getRank());
+             out["uniform"] = l.uniform;
+             return out;
+           })
+      .def("_host", [](const domino::ProcessGroupDomino& pg) { return host_dict(pg.host()); });
+
+  m.def(
+      "host_topology",
+      [](const std::string& xml_path) {
+        return host_dict(domino::topology::load_host_topology(xml_path));
+      },
+      py::arg("xml_path") = "",
+      "This host as hwloc sees it (or as an hwloc XML file describes it).");
 
   py::class_<PyPriorityGuard>(m, "_PriorityGuard")
       .def(py::init<const std::string&>(), py::arg("level"))

@@ -16,7 +16,15 @@ import torch.distributed as dist
 from . import _C
 from ._C import Options, ProcessGroupDomino
 
-__all__ = ["Options", "ProcessGroupDomino", "BACKEND_NAME", "cmake_prefix_path", "priority", "handles"]
+__all__ = [
+    "Options",
+    "ProcessGroupDomino",
+    "BACKEND_NAME",
+    "cmake_prefix_path",
+    "priority",
+    "handles",
+    "topology",
+]
 
 BACKEND_NAME = "domino"
 
@@ -93,3 +101,5 @@ def _register() -> None:
 
 
 _register()
+
+from ._topology import topology  # noqa: E402  (needs the backend registered)

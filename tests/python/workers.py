@@ -349,3 +349,14 @@ def scope_waits_despite_exception(rank: int, world: int) -> dict:
     except KeyError as error:
         return {"propagated": str(error), "done": bool((big == world).all())}
     return {"propagated": None}
+
+
+def topology_view(rank: int, world: int) -> dict:
+    import torch_domino
+
+    return torch_domino.topology()
+
+
+def hosts_apart(rank: int, world: int, init_method: str) -> dict:
+    os.environ["DOMINO_HOST_ID"] = f"node-{rank % 2}"
+    return init_expecting_error(rank, world, init_method)

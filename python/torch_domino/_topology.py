@@ -1,0 +1,102 @@
+"""What domino detected and decided: the host (hwloc) and, for a group, where its ranks sit.
+
+    python -m torch_domino.topology            # this host (see topology.py)
+    python -m torch_domino.topology --json
+    torchrun --nproc-per-node 2 -m torch_domino.topology   # also the group's layout
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+
+from . import _C
+
+
+def _domino_backend(group):
+    group = group if group is not None else dist.group.WORLD
+    if group is None:
+        raise ValueError("torch_domino.topology(group): no process group; call init_process_group first")
+    for device in ("cpu", "cuda"):
+        try:
+            backend = group._get_backend(torch.device(device))
+        except RuntimeError:
+            continue
+        if isinstance(backend, _C.ProcessGroupDomino):
+            return group, backend
+    raise ValueError("torch_domino.topology(group): the group has no domino backend for cpu or cuda")
+
+
+def topology(group=None) -> dict:
+    """This rank's view of `group` (default: the world) as a plain dict."""
+    group, backend = _domino_backend(group)
+    host = backend._host()
+    layout = backend._layout()
+    my_cpus = sorted(os.sched_getaffinity(0))
+    numa = sorted({n["os_index"] for n in host["numa_nodes"] if set(n["cpus"]) & set(my_cpus)})
+    nics = [n["name"] for n in host["nics"] if not numa or n["numa"] in numa] or [n["name"] for n in host["nics"]]
+    return {
+        "rank": dist.get_rank(group),
+        "world_size": dist.get_world_size(group),
+        "layout": layout,
+        "host": host,
+        "binding": {"cpus": my_cpus, "numa_nodes": numa, "nic": nics[0] if nics else None},
+        "transports": {"intra_host": backend.intra_transport, "inter_host": None},
+        "default_lane": backend.default_priority,
+        "reduction_isa": _C.reduction_isa(),
+    }
+
+
+def _print_host(host: dict) -> None:
+    print(f"host ({host['source']}): {host['packages']} package(s), {host['cores']} cores, "
+          f"{host['processing_units']} processing units")
+    for n in host["numa_nodes"]:
+        print(f"  NUMA {n['os_index']}: cpus {n['cpus']}, {n['memory_bytes'] / 2**30:.1f} GiB")
+    for g in host["gpus"]:
+        print(f"  GPU {g['name']} {g['pci_busid']} on NUMA {g['numa']}, closest NIC {g.get('closest_nic', '-')}")
+    for n in host["nics"]:
+        print(f"  NIC {n['name']} {n['pci_busid']} on NUMA {n['numa']}")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m torch_domino.topology", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+    parser.add_argument("--topo-file", default=os.environ.get("DOMINO_TOPO_FILE", ""),
+                        help="an hwloc XML file instead of live detection (default: DOMINO_TOPO_FILE)")
+    args = parser.parse_args(argv)
+    if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
+        dist.init_process_group("domino")
+        view = topology()
+        views = [None] * dist.get_world_size()
+        dist.all_gather_object(views, view)
+        dist.destroy_process_group()
+        if view["rank"] != 0:
+            return 0
+        if args.json:
+            print(json.dumps(views, indent=2))
+            return 0
+        _print_host(view["host"])
+        for h in view["layout"]["hosts"]:
+            print(f"host {h['id']}: ranks {h['ranks']}")
+        for v in views:
+            print(f"  rank {v['rank']}: local rank {v['layout']['local_rank']} of {v['layout']['local_size']}, "
+                  f"cpus {v['binding']['cpus']}, NUMA {v['binding']['numa_nodes']}, NIC {v['binding']['nic']}, "
+                  f"intra-host {v['transports']['intra_host']}, default lane {v['default_lane']}")
+        return 0
+    host = _C.host_topology(args.topo_file)
+    if args.json:
+        print(json.dumps({"host": host, "reduction_isa": _C.reduction_isa()}, indent=2))
+    else:
+        _print_host(host)
+        print(f"reduction kernels: {_C.reduction_isa()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
