@@ -313,7 +313,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce(std::vector<at::Ten
   auto staged = std::make_shared<StagedTensor>(tensors[0]);
   return enqueue(
       "allreduce", c10d::OpType::ALLREDUCE, tensors,
-      [this, staged, op](Work&, Communicator& comm) {
+      [staged, op](Work&, Communicator& comm) {
         domino_buffer_t buffer = staged->buffer();
         comm.allreduce(buffer, buffer, op);
         staged->publish();
@@ -331,7 +331,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce_coalesced(
   auto staged = std::make_shared<StagedList>(tensors, /*copy_in=*/true);
   return enqueue(
       "allreduce_coalesced", c10d::OpType::ALLREDUCE_COALESCED, tensors,
-      [this, staged, op](Work&, Communicator& comm) {
+      [staged, op](Work&, Communicator& comm) {
         domino_buffer_t buffer = staged->buffer();
         comm.allreduce(buffer, buffer, op);
         staged->publish();
@@ -348,7 +348,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::broadcast(std::vector<at::Ten
   const int root_rank = static_cast<int>(opts.rootRank);
   return enqueue(
       "broadcast", c10d::OpType::BROADCAST, tensors,
-      [this, staged, root_rank](Work&, Communicator& comm) {
+      [staged, root_rank](Work&, Communicator& comm) {
         domino_buffer_t buffer = staged->buffer();
         comm.broadcast(buffer, root_rank);
         staged->publish();
@@ -385,7 +385,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather(
   auto out = std::make_shared<StagedList>(outputs[0], /*copy_in=*/false);
   return enqueue(
       "allgather", c10d::OpType::ALLGATHER, outputs[0],
-      [this, in, out](Work&, Communicator& comm) {
+      [in, out](Work&, Communicator& comm) {
         domino_buffer_t recv = out->buffer();
         comm.allgather(in->buffer(), recv);
         out->publish();
@@ -404,7 +404,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::_allgather_base(
   auto out = std::make_shared<StagedTensor>(output, /*copy_in=*/false);
   return enqueue(
       "all_gather_into_tensor", c10d::OpType::_ALLGATHER_BASE, {output},
-      [this, in, out](Work&, Communicator& comm) {
+      [in, out](Work&, Communicator& comm) {
         domino_buffer_t recv = out->buffer();
         comm.allgather(in->buffer(), recv);
         out->publish();
@@ -428,7 +428,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather_into_tensor_coalesc
   }
   return enqueue(
       "allgather_into_tensor_coalesced", c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED, outputs,
-      [this, pairs](Work&, Communicator& comm) {
+      [pairs](Work&, Communicator& comm) {
         for (const auto& [in, out] : pairs) {
           domino_buffer_t recv = out->buffer();
           comm.allgather(in->buffer(), recv);
@@ -459,7 +459,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::gather(
   std::vector<at::Tensor> held = rank_ == root ? outputs[0] : std::vector<at::Tensor>{};
   return enqueue(
       "gather", c10d::OpType::GATHER, held,
-      [this, in, out, root](Work&, Communicator& comm) {
+      [in, out, root](Work&, Communicator& comm) {
         domino_buffer_t recv =
             out ? out->buffer() : domino_buffer_t{nullptr, 0, in->buffer().dtype, -1};
         comm.gather(in->buffer(), recv, root);
@@ -488,7 +488,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::scatter(
   auto out = std::make_shared<StagedTensor>(outputs[0], /*copy_in=*/false);
   return enqueue(
       "scatter", c10d::OpType::SCATTER, outputs,
-      [this, in, out, root](Work&, Communicator& comm) {
+      [in, out, root](Work&, Communicator& comm) {
         domino_buffer_t recv = out->buffer();
         const domino_buffer_t send =
             in ? in->buffer() : domino_buffer_t{nullptr, 0, recv.dtype, -1};
@@ -511,7 +511,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter(
   auto out = std::make_shared<StagedTensor>(outputs[0], /*copy_in=*/false);
   return enqueue(
       "reduce_scatter", c10d::OpType::REDUCE_SCATTER, outputs,
-      [this, in, out, op](Work&, Communicator& comm) {
+      [in, out, op](Work&, Communicator& comm) {
         domino_buffer_t recv = out->buffer();
         comm.reduce_scatter(in->buffer(), recv, op);
         out->publish();
@@ -531,7 +531,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::_reduce_scatter_base(
   auto out = std::make_shared<StagedTensor>(output, /*copy_in=*/false);
   return enqueue(
       "reduce_scatter_tensor", c10d::OpType::_REDUCE_SCATTER_BASE, {output},
-      [this, in, out, op](Work&, Communicator& comm) {
+      [in, out, op](Work&, Communicator& comm) {
         domino_buffer_t recv = out->buffer();
         comm.reduce_scatter(in->buffer(), recv, op);
         out->publish();
@@ -557,7 +557,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter_tensor_coalesc
   }
   return enqueue(
       "reduce_scatter_tensor_coalesced", c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, outputs,
-      [this, pairs, op](Work&, Communicator& comm) {
+      [pairs, op](Work&, Communicator& comm) {
         for (const auto& [in, out] : pairs) {
           domino_buffer_t recv = out->buffer();
           comm.reduce_scatter(in->buffer(), recv, op);
@@ -608,7 +608,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::alltoall_base(
   auto out = std::make_shared<StagedTensor>(output, /*copy_in=*/false);
   return enqueue(
       "all_to_all_single", c10d::OpType::ALLTOALL_BASE, {output},
-      [this, in, out, layout](Work&, Communicator& comm) {
+      [in, out, layout](Work&, Communicator& comm) {
         domino_buffer_t send = in->buffer(), recv = out->buffer();
         const size_t scale = send.dtype == DOMINO_UINT8 && in->host().element_size() > 1
                                  ? static_cast<size_t>(in->host().element_size())
@@ -654,7 +654,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::alltoall(std::vector<at::Tens
   const auto element = static_cast<uint64_t>(inputs[0].element_size());
   return enqueue(
       "all_to_all", c10d::OpType::ALLTOALL, outputs,
-      [this, in, out, layout, element](Work&, Communicator& comm) {
+      [in, out, layout, element](Work&, Communicator& comm) {
         domino_buffer_t send = in->buffer(), recv = out->buffer();
         std::array<std::vector<uint64_t>, 4> l = *layout;
         if (send.dtype == DOMINO_UINT8 && element > 1) {
@@ -677,7 +677,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::send(std::vector<at::Tensor>&
   auto staged = std::make_shared<StagedTensor>(tensors[0]);
   return enqueue(
       "send", c10d::OpType::SEND, tensors,
-      [this, staged, dst_rank, tag](Work&, Communicator& comm) {
+      [staged, dst_rank, tag](Work&, Communicator& comm) {
         comm.send(staged->buffer(), dst_rank, tag);
       },
       /*blocking=*/false, Route::kSend);
@@ -692,7 +692,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::recv(std::vector<at::Tensor>&
   auto staged = std::make_shared<StagedTensor>(tensors[0], /*copy_in=*/false);
   return enqueue(
       "recv", c10d::OpType::RECV, tensors,
-      [this, staged, src_rank, tag](Work& work, Communicator& comm) {
+      [staged, src_rank, tag](Work& work, Communicator& comm) {
         domino_buffer_t buffer = staged->buffer();
         work.set_source_rank(comm.recv(buffer, src_rank, tag));
         staged->publish();
@@ -708,7 +708,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::recvAnysource(std::vector<at:
   auto staged = std::make_shared<StagedTensor>(tensors[0], /*copy_in=*/false);
   return enqueue(
       "recv", c10d::OpType::RECVANYSOURCE, tensors,
-      [this, staged, tag](Work& work, Communicator& comm) {
+      [staged, tag](Work& work, Communicator& comm) {
         domino_buffer_t buffer = staged->buffer();
         work.set_source_rank(comm.recv(buffer, -1, tag));
         staged->publish();

@@ -67,3 +67,14 @@ def test_priority_is_thread_local_and_nests():
             assert seen == [""]
         assert _C._current_priority() == "low"
     assert _C._current_priority() == ""
+
+
+def test_group_default_lane_comes_from_options(tmp_path):
+    init = f"file://{tmp_path}/store"
+    for value in assert_all_ok(run_ranks(2, "group_default_lane", init, backend="none")):
+        assert value == {"lane": "low", "value": 2.0}
+
+
+def test_group_default_lane_comes_from_the_environment():
+    values = assert_all_ok(run_ranks(2, "topology_view", env={"DOMINO_PRIORITY": "high"}))
+    assert all(v["default_lane"] == "high" for v in values)

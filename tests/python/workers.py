@@ -360,3 +360,18 @@ def topology_view(rank: int, world: int) -> dict:
 def hosts_apart(rank: int, world: int, init_method: str) -> dict:
     os.environ["DOMINO_HOST_ID"] = f"node-{rank % 2}"
     return init_expecting_error(rank, world, init_method)
+
+
+def group_default_lane(rank: int, world: int, init_method: str) -> dict:
+    import torch_domino
+
+    options = torch_domino.Options()
+    options.priority = "low"
+    dist.init_process_group("domino", init_method=init_method, rank=rank, world_size=world,
+                            pg_options=options)
+    backend = dist.distributed_c10d._get_default_group()._get_backend(torch.device("cpu"))
+    lane = backend.default_priority
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    dist.destroy_process_group()
+    return {"lane": lane, "value": t[0].item()}
