@@ -504,22 +504,27 @@ void ShmCommunicator::allgather(const domino_buffer_t& send, const domino_buffer
             " elements but needs input (" + std::to_string(send.count) + ") x " +
             std::to_string(size_) + " ranks");
   }
+  const OpDescriptor mine = describe_call(Op::kAllgather, send, DOMINO_SUM, -1, send.count);
+  if (use_single_copy(recv.count * dtype_size(send.dtype), kSingleCopyBytes)) {
+    allgather_single_copy(send, recv, mine);
+    return;
+  }
+  collect(Op::kAllgather, mine, send, recv, -1);
+}
+
+void ShmCommunicator::collect(Op op, const OpDescriptor& mine, const domino_buffer_t& send,
+                              const domino_buffer_t& recv, int root) {
   const size_t element = dtype_size(send.dtype);
   const size_t count = send.count;
   const auto* in = static_cast<const char*>(send.ptr);
   auto* out = static_cast<char*>(recv.ptr);
-  const size_t chunk = slot_bytes_ / element;
-  const OpDescriptor mine = describe_call(Op::kAllgather, send, DOMINO_SUM, -1, count);
-  if (use_single_copy(recv.count * element, kSingleCopyBytes)) {
-    allgather_single_copy(send, recv, mine);
-    return;
-  }
   run_chunks(
-      Op::kAllgather, mine, count, chunk,
+      op, mine, count, slot_bytes_ / element,
       [&](size_t offset, size_t n) {
         std::memcpy(slot(rank_), in + offset * element, n * element);
       },
       [&](size_t offset, size_t n) {
+        if (root >= 0 && rank_ != root) return;
         for (int r = 0; r < size_; ++r) {
           std::memcpy(out + (static_cast<size_t>(r) * count + offset) * element, slot(r),
                       n * element);
@@ -564,24 +569,8 @@ void ShmCommunicator::gather(const domino_buffer_t& send, const domino_buffer_t&
             " elements but needs input (" + std::to_string(send.count) + ") x " +
             std::to_string(size_) + " ranks");
   }
-  const size_t element = dtype_size(send.dtype);
-  const size_t count = send.count;
-  const auto* in = static_cast<const char*>(send.ptr);
-  auto* out = static_cast<char*>(recv.ptr);
-  const size_t chunk = slot_bytes_ / element;
-  const OpDescriptor mine = describe_call(Op::kGather, send, DOMINO_SUM, root, count);
-  run_chunks(
-      Op::kGather, mine, count, chunk,
-      [&](size_t offset, size_t n) {
-        std::memcpy(slot(rank_), in + offset * element, n * element);
-      },
-      [&](size_t offset, size_t n) {
-        if (rank_ != root) return;
-        for (int r = 0; r < size_; ++r) {
-          std::memcpy(out + (static_cast<size_t>(r) * count + offset) * element, slot(r),
-                      n * element);
-        }
-      });
+  collect(Op::kGather, describe_call(Op::kGather, send, DOMINO_SUM, root, send.count), send, recv,
+          root);
 }
 
 void ShmCommunicator::scatter(const domino_buffer_t& send, const domino_buffer_t& recv, int root) {

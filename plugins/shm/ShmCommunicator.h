@@ -66,6 +66,9 @@ class ShmCommunicator {
   template <class Fill, class Drain>
   void run_chunks(Op op, const OpDescriptor& mine, size_t count, size_t chunk, Fill&& fill,
                   Drain&& drain);
+  // Every rank's send, rank-major, into recv of root (or of every rank when root < 0).
+  void collect(Op op, const OpDescriptor& mine, const domino_buffer_t& send,
+               const domino_buffer_t& recv, int root);
   // Copies elements [offset, offset + n) of each rank's block (blocks of `count` in source) into
   // this rank's slot, block r at r * chunk.
   void stage_blocks(const char* source, size_t count, size_t offset, size_t n, size_t chunk,
