@@ -163,6 +163,9 @@ PYBIND11_MODULE(_C, m) {
     return p ? std::string(domino::priority_name(*p)) : std::string();
   });
 
+  m.def("known_variables", &domino::known_variables,
+        "Every DOMINO_* environment variable the backend reads.");
+
   m.def("reduction_isa", &domino::reduction_isa,
         "Instruction set the reduction kernels dispatched to on this CPU.");
 
