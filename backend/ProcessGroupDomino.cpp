@@ -3,8 +3,6 @@
 #include <c10/util/Exception.h>
 #include <torch/version.h>
 
-#include <array>
-
 #include "HandleScope.h"
 #include "PriorityGuard.h"
 #include "StoreBootstrap.h"
@@ -568,6 +566,32 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter_tensor_coalesc
 }
 
 namespace {
+// Per-peer counts and offsets of an all-to-all, in the transport's units.
+struct AlltoallLayout {
+  std::vector<uint64_t> send_counts, send_offsets, recv_counts, recv_offsets;
+
+  void scale(size_t units_per_element) {
+    for (auto* v : {&send_counts, &send_offsets, &recv_counts, &recv_offsets}) {
+      for (auto& x : *v) x *= units_per_element;
+    }
+  }
+  void run(Communicator& comm, const domino_buffer_t& send, domino_buffer_t& recv) const {
+    comm.alltoall(send, send_counts.data(), send_offsets.data(), recv, recv_counts.data(),
+                  recv_offsets.data());
+  }
+};
+
+// One peer per tensor of the list, laid end to end.
+void list_layout(const std::vector<at::Tensor>& tensors, std::vector<uint64_t>* counts,
+                 std::vector<uint64_t>* offsets) {
+  uint64_t offset = 0;
+  for (const auto& t : tensors) {
+    counts->push_back(static_cast<uint64_t>(t.numel()));
+    offsets->push_back(offset);
+    offset += static_cast<uint64_t>(t.numel());
+  }
+}
+
 // Element counts and offsets per peer for a tensor split along dim 0 (equal splits when empty).
 void split_layout(const at::Tensor& t, const std::vector<int64_t>& splits, int size,
                   const std::string& where, const char* what, std::vector<uint64_t>* counts,
@@ -600,27 +624,20 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::alltoall_base(
   const std::string at = where("all_to_all_single");
   TORCH_CHECK(output.scalar_type() == input.scalar_type(), at, ": output dtype ",
               output.scalar_type(), " differs from input dtype ", input.scalar_type());
-  auto layout = std::make_shared<std::array<std::vector<uint64_t>, 4>>();
-  split_layout(input, input_splits, size_, at, "input", &(*layout)[0], &(*layout)[1]);
-  split_layout(output, output_splits, size_, at, "output", &(*layout)[2], &(*layout)[3]);
+  auto layout = std::make_shared<AlltoallLayout>();
+  split_layout(input, input_splits, size_, at, "input", &layout->send_counts,
+               &layout->send_offsets);
+  split_layout(output, output_splits, size_, at, "output", &layout->recv_counts,
+               &layout->recv_offsets);
+  layout->scale(transport_units_per_element(input));
   // A separate input buffer even when the caller aliases them: peers read it while we write.
   auto in = std::make_shared<StagedTensor>(input.is_same(output) ? input.clone() : input);
   auto out = std::make_shared<StagedTensor>(output, /*copy_in=*/false);
   return enqueue(
       "all_to_all_single", c10d::OpType::ALLTOALL_BASE, {output},
       [in, out, layout](Work&, Communicator& comm) {
-        domino_buffer_t send = in->buffer(), recv = out->buffer();
-        const size_t scale = send.dtype == DOMINO_UINT8 && in->host().element_size() > 1
-                                 ? static_cast<size_t>(in->host().element_size())
-                                 : 1;
-        auto scaled = [scale](const std::vector<uint64_t>& v) {
-          std::vector<uint64_t> out(v);
-          for (auto& x : out) x *= scale;
-          return out;
-        };
-        const auto sc = scaled((*layout)[0]), so = scaled((*layout)[1]);
-        const auto rc = scaled((*layout)[2]), ro = scaled((*layout)[3]);
-        comm.alltoall(send, sc.data(), so.data(), recv, rc.data(), ro.data());
+        domino_buffer_t recv = out->buffer();
+        layout->run(comm, in->buffer(), recv);
         out->publish();
       },
       is_blocking(opts));
@@ -636,33 +653,17 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::alltoall(std::vector<at::Tens
       outputs.size());
   require_same(inputs[0], inputs, -1, at, "input");
   require_same(inputs[0], outputs, -1, at, "output");
-  auto layout = std::make_shared<std::array<std::vector<uint64_t>, 4>>();
-  uint64_t offset = 0;
-  for (const auto& t : inputs) {
-    (*layout)[0].push_back(static_cast<uint64_t>(t.numel()));
-    (*layout)[1].push_back(offset);
-    offset += static_cast<uint64_t>(t.numel());
-  }
-  offset = 0;
-  for (const auto& t : outputs) {
-    (*layout)[2].push_back(static_cast<uint64_t>(t.numel()));
-    (*layout)[3].push_back(offset);
-    offset += static_cast<uint64_t>(t.numel());
-  }
+  auto layout = std::make_shared<AlltoallLayout>();
+  list_layout(inputs, &layout->send_counts, &layout->send_offsets);
+  list_layout(outputs, &layout->recv_counts, &layout->recv_offsets);
+  layout->scale(transport_units_per_element(inputs[0]));
   auto in = std::make_shared<StagedList>(inputs, /*copy_in=*/true);
   auto out = std::make_shared<StagedList>(outputs, /*copy_in=*/false);
-  const auto element = static_cast<uint64_t>(inputs[0].element_size());
   return enqueue(
       "all_to_all", c10d::OpType::ALLTOALL, outputs,
-      [in, out, layout, element](Work&, Communicator& comm) {
-        domino_buffer_t send = in->buffer(), recv = out->buffer();
-        std::array<std::vector<uint64_t>, 4> l = *layout;
-        if (send.dtype == DOMINO_UINT8 && element > 1) {
-          for (auto& v : l) {
-            for (auto& x : v) x *= element;
-          }
-        }
-        comm.alltoall(send, l[0].data(), l[1].data(), recv, l[2].data(), l[3].data());
+      [in, out, layout](Work&, Communicator& comm) {
+        domino_buffer_t recv = out->buffer();
+        layout->run(comm, in->buffer(), recv);
         out->publish();
       },
       is_blocking(opts));

@@ -56,6 +56,11 @@ domino_dtype_t to_domino_dtype(at::ScalarType type, const std::string& where) {
   return dtype;
 }
 
+size_t transport_units_per_element(const at::Tensor& t) {
+  domino_dtype_t dtype;
+  return known_dtype(t.scalar_type(), &dtype) ? 1 : static_cast<size_t>(t.element_size());
+}
+
 StagedTensor::StagedTensor(at::Tensor user, bool copy_in) : user_(std::move(user)) {
   TORCH_CHECK(!user_.is_sparse(), "domino: sparse tensors are not supported");
   if (user_.is_cpu() && user_.is_contiguous()) {

@@ -14,6 +14,9 @@ namespace domino {
 // For reductions: the dtype must be one domino can reduce; throws naming where otherwise.
 domino_dtype_t to_domino_dtype(at::ScalarType type, const std::string& where);
 
+// How many transport units one element of t is: 1, or its size for dtypes that travel as bytes.
+size_t transport_units_per_element(const at::Tensor& t);
+
 class StagedTensor {
  public:
   // copy_in: whether the transfer reads the tensor's current contents.
