@@ -231,6 +231,12 @@ std::string ProcessGroupDomino::where(const char* op) const {
   return std::string("domino ") + op + " on " + label();
 }
 
+std::array<uint64_t, 3> ProcessGroupDomino::issued_per_lane() const {
+  std::array<uint64_t, 3> counts{};
+  for (size_t lane = 0; lane < counts.size(); ++lane) counts[lane] = issued_[lane].load();
+  return counts;
+}
+
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
     const char* op, c10d::OpType type, std::vector<at::Tensor> outputs,
     std::function<void(Work&, Communicator&)> body, bool blocking, Route route) {
@@ -245,7 +251,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
   ++sequence_;
   std::atomic<int>* pending =
       route == Route::kCollective ? &pending_[static_cast<size_t>(lane_index)] : nullptr;
-  if (pending != nullptr) pending->fetch_add(1);
+  if (pending != nullptr) {
+    pending->fetch_add(1);
+    issued_[static_cast<size_t>(lane_index)].fetch_add(1, std::memory_order_relaxed);
+  }
   const uint64_t ticket = lane->submit(
       [this, work, body = std::move(body), lane_index, pending] {
         try {

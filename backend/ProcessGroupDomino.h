@@ -106,6 +106,9 @@ class ProcessGroupDomino : public c10d::Backend {
   uint64_t getSequenceNumberForGroup() override { return sequence_.load(); }
   void shutdown() override;
 
+  // Collectives issued so far on each lane, indexed by Priority (observability and tests).
+  std::array<uint64_t, 3> issued_per_lane() const;
+
  private:
   static constexpr int kLanes = 3;  // indexed by Priority: high, normal, low
   enum class Route { kCollective, kSend, kRecv };
@@ -141,6 +144,7 @@ class ProcessGroupDomino : public c10d::Backend {
   };
   std::array<LaneComm, kLanes> comms_;
   std::array<std::atomic<int>, kLanes> pending_{};
+  std::array<std::atomic<uint64_t>, kLanes> issued_{};
   std::array<std::pair<ProcessGroupDomino*, int>, kLanes> pause_contexts_{};
   std::atomic<uint64_t> sequence_{0};
   // Declared last, so they stop before the communicators go. Sends and receives have lanes of

@@ -56,9 +56,12 @@ void TransformerConfig::validate(int64_t tensor_parallel, int64_t batch_size) co
     reject("split=column cuts weights only; set micro_batches=1 or split=row/2d");
   }
   if (split != Split::kRow) {
-    require_divisible("ffn_hidden_size / tensor-parallel size", ffn_size() / tensor_parallel,
-                      "column_chunks", column_chunks);
+    // Column chunks cut the output columns of the row-parallel GEMMs (hidden_size wide).
+    require_divisible("hidden_size", hidden_size, "column_chunks", column_chunks);
   }
+  if (norm_epsilon <= 0)
+    reject("norm_epsilon must be positive, got " + std::to_string(norm_epsilon));
+  if (init_std <= 0) reject("init_std must be positive, got " + std::to_string(init_std));
   if (batch_size > 0 && micro_batches > batch_size) {
     reject("micro_batches=" + std::to_string(micro_batches) + " exceeds the batch of " +
            std::to_string(batch_size) + " sequences; use at most " + std::to_string(batch_size));

@@ -30,12 +30,18 @@ struct TransformerConfig {
   int64_t micro_batches = 2;
   int64_t column_chunks = 1;
   OverlapScope overlap = OverlapScope::kInter;
+  double norm_epsilon = 1e-5;
+  double init_std = 0.02;  // weights ~ N(0, init_std); output projections scaled by 1/sqrt(2L)
+  uint64_t seed = 1234;    // weights and dropout; equal on every tensor-parallel rank
 
   int64_t query_groups() const {
     return num_query_groups > 0 ? num_query_groups : num_attention_heads;
   }
   int64_t ffn_size() const;
   int64_t head_dim() const { return hidden_size / num_attention_heads; }
+  // Cuts of the batch and of the output columns that the schedule overlaps.
+  int64_t batch_slices() const { return split == Split::kColumn ? 1 : micro_batches; }
+  int64_t column_slices() const { return split == Split::kRow ? 1 : column_chunks; }
 
   // Throws std::invalid_argument naming the field, its value and what would shard, for a shape
   // that cannot be split over tensor_parallel ranks or a batch of batch_size sequences

@@ -1,5 +1,5 @@
 // torch_domino._C: the backend class for torch.distributed's creator function, plus the
-// overlap configuration. The only translation unit that sees pybind11.
+// overlap layers (OverlapBindings.cpp).
 #include <pybind11/chrono.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -7,9 +7,9 @@
 #include <optional>
 
 #include "HandleScope.h"
+#include "OverlapBindings.h"
 #include "PriorityGuard.h"
 #include "ProcessGroupDomino.h"
-#include "overlap/TransformerConfig.h"
 #include "plugins/common/Reduction.h"
 
 namespace py = pybind11;
@@ -138,7 +138,15 @@ PYBIND11_MODULE(_C, m) {
              out["uniform"] = l.uniform;
              return out;
            })
-      .def("_host", [](const domino::ProcessGroupDomino& pg) { return host_dict(pg.host()); });
+      .def("_host", [](const domino::ProcessGroupDomino& pg) { return host_dict(pg.host()); })
+      .def("_issued_per_lane", [](const domino::ProcessGroupDomino& pg) {
+        const auto counts = pg.issued_per_lane();
+        py::dict out;
+        out["high"] = counts[0];
+        out["normal"] = counts[1];
+        out["low"] = counts[2];
+        return out;
+      });
 
   m.def(
       "host_topology",
@@ -169,34 +177,5 @@ PYBIND11_MODULE(_C, m) {
   m.def("reduction_isa", &domino::reduction_isa,
         "Instruction set the reduction kernels dispatched to on this CPU.");
 
-  m.def(
-      "validate_transformer_config",
-      [](const py::dict& fields, int64_t tensor_parallel, int64_t batch_size) {
-        namespace ov = domino::overlap;
-        ov::TransformerConfig c;
-        auto get = [&](const char* key, auto fallback) {
-          return fields.contains(key) ? fields[key].cast<decltype(fallback)>() : fallback;
-        };
-        c.hidden_size = get("hidden_size", c.hidden_size);
-        c.num_layers = get("num_layers", c.num_layers);
-        c.num_attention_heads = get("num_attention_heads", c.num_attention_heads);
-        c.num_query_groups = get("num_query_groups", c.num_query_groups);
-        c.ffn_hidden_size = get("ffn_hidden_size", c.ffn_hidden_size);
-        c.activation = ov::parse_activation(get("activation", std::string("gelu")));
-        c.normalization = ov::parse_normalization(get("normalization", std::string("layernorm")));
-        c.rotary = get("rotary", c.rotary);
-        c.rotary_base = get("rotary_base", c.rotary_base);
-        c.bias = get("bias", c.bias);
-        c.hidden_dropout = get("hidden_dropout", c.hidden_dropout);
-        c.attention_dropout = get("attention_dropout", c.attention_dropout);
-        c.params_dtype = get("params_dtype", c.params_dtype);
-        c.split = ov::parse_split(get("split", std::string("row")));
-        c.micro_batches = get("micro_batches", c.micro_batches);
-        c.column_chunks = get("column_chunks", c.column_chunks);
-        c.overlap = ov::parse_overlap(get("overlap", std::string("inter")));
-        c.validate(tensor_parallel, batch_size);
-        return c.ffn_size();
-      },
-      py::arg("fields"), py::arg("tensor_parallel"), py::arg("batch_size") = 0,
-      "Checks a transformer shape against a tensor-parallel size; returns the FFN size used.");
+  register_overlap(m);
 }

@@ -103,3 +103,4 @@ def _register() -> None:
 _register()
 
 from ._topology import topology  # noqa: E402  (needs the backend registered)
+from . import overlap  # noqa: E402,F401

@@ -1,0 +1,35 @@
+// Y = X A^T + b with A cut by output rows over the tensor-parallel ranks (Megatron's
+// column-parallel linear). The input is replicated, so its gradient is a sum over ranks: that
+// all-reduce is issued asynchronously in backward and overlaps the weight-gradient GEMM.
+#pragma once
+
+#include <torch/nn/pimpl.h>
+
+#include <vector>
+
+#include "ShardedModule.h"
+#include "WeightInit.h"
+
+namespace domino::overlap {
+
+class ColumnParallelLinearImpl : public ShardedModule {
+ public:
+  // `out_segments`: the full output rows, as fused blocks that are each cut over the ranks
+  // (for example {q, k, v}); a plain linear has one segment.
+  ColumnParallelLinearImpl(int64_t in_features, std::vector<int64_t> out_segments, bool bias,
+                           TensorParallelGroupPtr group, WeightInit& init);
+
+  at::Tensor forward(const at::Tensor& input);
+
+  int64_t in_features() const { return in_features_; }
+  int64_t local_out_features() const { return weight.size(0); }
+
+  at::Tensor weight;
+  at::Tensor bias;
+
+ private:
+  int64_t in_features_;
+};
+TORCH_MODULE(ColumnParallelLinear);
+
+}  // namespace domino::overlap

@@ -1,0 +1,43 @@
+#include "ParallelMLP.h"
+
+#include <ATen/Functions.h>
+
+#include <cmath>
+#include <memory>
+
+namespace domino::overlap {
+
+ParallelMLPImpl::ParallelMLPImpl(const TransformerConfig& config, TensorParallelGroupPtr group,
+                                 WeightInit& init)
+    : ShardedModule(group), activation_(config.activation) {
+  config.validate(group_->size());
+  const int64_t ffn = config.ffn_size();
+  std::vector<int64_t> segments{ffn};
+  if (activation_ == Activation::kSwiglu) segments.push_back(ffn);  // gate rows, then up rows
+  fc1 = register_module(
+      "fc1", ColumnParallelLinear(config.hidden_size, segments, config.bias, group_, init));
+  fc2 = register_module("fc2", RowParallelLinear(ffn, config.hidden_size, config.bias, group_, init,
+                                                 1.0 / std::sqrt(2.0 * config.num_layers)));
+}
+
+ParallelMLPImpl::ParallelMLPImpl(const TransformerConfig& config, TensorParallelGroupPtr group)
+    : ParallelMLPImpl(config, group,
+                      *std::make_unique<WeightInit>(config.seed, config.init_std,
+                                                    parse_params_dtype(config.params_dtype))) {}
+
+at::Tensor ParallelMLPImpl::activated(const at::Tensor& hidden) {
+  auto up = fc1->forward(hidden);
+  if (activation_ == Activation::kGelu) return at::gelu(up);
+  const int64_t half = up.size(-1) / 2;
+  return at::silu(up.narrow(-1, 0, half)) * up.narrow(-1, half, half);
+}
+
+PendingSum ParallelMLPImpl::project(const at::Tensor& activated, int64_t column_chunks) {
+  return fc2->issue(activated, column_chunks);
+}
+
+at::Tensor ParallelMLPImpl::forward(const at::Tensor& hidden) {
+  return project(activated(hidden), 1).resolve();
+}
+
+}  // namespace domino::overlap

@@ -1,0 +1,34 @@
+// The feed-forward block: column-parallel up-projection (for SwiGLU, gate and up rows fused and
+// cut alike), the activation on this rank's FFN columns, and a row-parallel down-projection whose
+// all-reduce the caller may leave in flight.
+#pragma once
+
+#include <torch/nn/pimpl.h>
+
+#include "ColumnParallelLinear.h"
+#include "RowParallelLinear.h"
+#include "TransformerConfig.h"
+
+namespace domino::overlap {
+
+class ParallelMLPImpl : public ShardedModule {
+ public:
+  ParallelMLPImpl(const TransformerConfig& config, TensorParallelGroupPtr group, WeightInit& init);
+  // Standalone: its own weights from config.seed.
+  ParallelMLPImpl(const TransformerConfig& config, TensorParallelGroupPtr group);
+
+  // [s, b, h] -> activated [s, b, ffn / tp].
+  at::Tensor activated(const at::Tensor& hidden);
+  PendingSum project(const at::Tensor& activated, int64_t column_chunks);
+
+  at::Tensor forward(const at::Tensor& hidden);
+
+  ColumnParallelLinear fc1{nullptr};
+  RowParallelLinear fc2{nullptr};
+
+ private:
+  Activation activation_;
+};
+TORCH_MODULE(ParallelMLP);
+
+}  // namespace domino::overlap

@@ -1,0 +1,25 @@
+// Rotary position embeddings (rotate-half form, over the whole head dimension), applied to
+// [s, b, heads, head_dim] queries and keys. Positions are sequence indices, so micro-batches
+// cut along the batch see the same angles.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <mutex>
+
+namespace domino::overlap {
+
+class RotaryEmbedding {
+ public:
+  RotaryEmbedding(int64_t head_dim, double base) : head_dim_(head_dim), base_(base) {}
+  at::Tensor apply(const at::Tensor& x);
+
+ private:
+  int64_t head_dim_;
+  double base_;
+  std::mutex mutex_;
+  at::Tensor cos_;  // [s, 1, 1, head_dim], cached for the longest sequence seen
+  at::Tensor sin_;
+};
+
+}  // namespace domino::overlap

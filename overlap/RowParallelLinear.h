@@ -1,0 +1,33 @@
+// Y = sum over ranks of X_r B_r^T, + b: B cut by input columns over the tensor-parallel ranks
+// (Megatron's row-parallel linear). The product is computed in column chunks of the output and
+// each chunk's all-reduce starts as soon as the chunk exists, so chunk k's reduction overlaps
+// chunk k+1's GEMM (Domino's column split). The bias is replicated and added once, after the sum.
+#pragma once
+
+#include <torch/nn/pimpl.h>
+
+#include "PendingSum.h"
+#include "ShardedModule.h"
+#include "WeightInit.h"
+
+namespace domino::overlap {
+
+class RowParallelLinearImpl : public ShardedModule {
+ public:
+  // `init_scale` scales the weights' standard deviation (output projections use 1/sqrt(2L)).
+  RowParallelLinearImpl(int64_t in_features, int64_t out_features, bool bias,
+                        TensorParallelGroupPtr group, WeightInit& init, double init_scale = 1.0);
+
+  // Starts the reduction; `column_chunks` must divide out_features.
+  PendingSum issue(const at::Tensor& local_input, int64_t column_chunks = 1);
+  at::Tensor forward(const at::Tensor& local_input) { return issue(local_input).resolve(); }
+
+  int64_t out_features() const { return weight.size(0); }
+  int64_t local_in_features() const { return weight.size(1); }
+
+  at::Tensor weight;
+  at::Tensor bias;
+};
+TORCH_MODULE(RowParallelLinear);
+
+}  // namespace domino::overlap

@@ -1,0 +1,85 @@
+#include "ShardedAttention.h"
+
+#include <ATen/Functions.h>
+
+#include <cmath>
+
+namespace domino::overlap {
+
+ShardedAttentionImpl::ShardedAttentionImpl(const TransformerConfig& config,
+                                           TensorParallelGroupPtr group, WeightInit& init,
+                                           std::shared_ptr<TensorParallelRng> rng)
+    : ShardedModule(group), config_(config), rng_(std::move(rng)) {
+  config_.validate(group_->size());
+  const int64_t head_dim = config_.head_dim();
+  local_heads_ = config_.num_attention_heads / group_->size();
+  local_groups_ = config_.query_groups() / group_->size();
+  const int64_t q_rows = config_.num_attention_heads * head_dim;
+  const int64_t kv_rows = config_.query_groups() * head_dim;
+  qkv = register_module("qkv", ColumnParallelLinear(config_.hidden_size,
+                                                    std::vector<int64_t>{q_rows, kv_rows, kv_rows},
+                                                    config_.bias, group_, init));
+  proj =
+      register_module("proj", RowParallelLinear(q_rows, config_.hidden_size, config_.bias, group_,
+                                                init, 1.0 / std::sqrt(2.0 * config_.num_layers)));
+  if (config_.rotary) rotary_ = std::make_unique<RotaryEmbedding>(head_dim, config_.rotary_base);
+}
+
+ShardedAttentionImpl::ShardedAttentionImpl(const TransformerConfig& config,
+                                           TensorParallelGroupPtr group)
+    : ShardedAttentionImpl(config, group,
+                           *std::make_unique<WeightInit>(config.seed, config.init_std,
+                                                         parse_params_dtype(config.params_dtype)),
+                           std::make_shared<TensorParallelRng>(config.seed, group->rank())) {}
+
+at::Tensor ShardedAttentionImpl::context(const at::Tensor& hidden, BatchDropout& dropout,
+                                         int64_t batch_offset, const std::string& dropout_site) {
+  const int64_t seq = hidden.size(0);
+  const int64_t batch = hidden.size(1);
+  const int64_t head_dim = config_.head_dim();
+  auto fused = qkv->forward(hidden);
+  auto q = fused.narrow(-1, 0, local_heads_ * head_dim).view({seq, batch, local_heads_, head_dim});
+  auto k = fused.narrow(-1, local_heads_ * head_dim, local_groups_ * head_dim)
+               .view({seq, batch, local_groups_, head_dim});
+  auto v = fused.narrow(-1, (local_heads_ + local_groups_) * head_dim, local_groups_ * head_dim)
+               .view({seq, batch, local_groups_, head_dim});
+  if (rotary_) {
+    q = rotary_->apply(q);
+    k = rotary_->apply(k);
+  }
+  // [b, heads, s, d]; each key/value group serves the consecutive query heads that share it.
+  q = q.permute({1, 2, 0, 3});
+  k = k.permute({1, 2, 0, 3});
+  v = v.permute({1, 2, 0, 3});
+  const int64_t heads_per_group = local_heads_ / local_groups_;
+  if (heads_per_group > 1) {
+    k = k.repeat_interleave(heads_per_group, 1);
+    v = v.repeat_interleave(heads_per_group, 1);
+  }
+  at::Tensor out;
+  if (is_training() && config_.attention_dropout > 0.0) {
+    // Explicit form so the probabilities' mask comes from this rank's own stream.
+    auto scores = at::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim));
+    auto causal = at::ones({seq, seq}, hidden.options().dtype(at::kBool)).triu(1);
+    auto probs = at::softmax(scores.masked_fill(causal, -std::numeric_limits<double>::infinity()),
+                             -1, at::kFloat)
+                     .to(q.scalar_type());
+    probs = dropout.apply(dropout_site, probs, config_.attention_dropout, 0, batch_offset,
+                          rng_->sharded(hidden.device()));
+    out = at::matmul(probs, v);
+  } else {
+    out = at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);
+  }
+  return out.permute({2, 0, 1, 3}).reshape({seq, batch, local_heads_ * head_dim});
+}
+
+PendingSum ShardedAttentionImpl::project(const at::Tensor& context, int64_t column_chunks) {
+  return proj->issue(context, column_chunks);
+}
+
+at::Tensor ShardedAttentionImpl::forward(const at::Tensor& hidden) {
+  BatchDropout dropout(is_training(), hidden.size(1));
+  return project(context(hidden, dropout, 0), 1).resolve();
+}
+
+}  // namespace domino::overlap

@@ -1,0 +1,48 @@
+// Causal self-attention over this rank's heads: a fused QKV column-parallel projection (grouped
+// query attention: each key/value group serves num_heads / num_query_groups query heads, and
+// groups are cut over ranks with their heads), optional rotary embeddings, and a row-parallel
+// output projection whose all-reduce the caller may leave in flight.
+#pragma once
+
+#include <torch/nn/pimpl.h>
+
+#include <memory>
+
+#include "ColumnParallelLinear.h"
+#include "RotaryEmbedding.h"
+#include "RowParallelLinear.h"
+#include "TensorParallelRng.h"
+#include "TransformerConfig.h"
+
+namespace domino::overlap {
+
+class ShardedAttentionImpl : public ShardedModule {
+ public:
+  ShardedAttentionImpl(const TransformerConfig& config, TensorParallelGroupPtr group,
+                       WeightInit& init, std::shared_ptr<TensorParallelRng> rng);
+  // Standalone: its own weights and dropout streams, from config.seed.
+  ShardedAttentionImpl(const TransformerConfig& config, TensorParallelGroupPtr group);
+
+  // hidden [s, b, h] (rows [batch_offset, ...) of the pass's batch) -> this rank's context
+  // vectors [s, b, local_heads * head_dim], before the output projection.
+  // `dropout_site` names the probabilities' mask within the pass (unique per layer).
+  at::Tensor context(const at::Tensor& hidden, BatchDropout& dropout, int64_t batch_offset,
+                     const std::string& dropout_site = "attention.probs");
+  // Output projection, reduction started: column_chunks as in RowParallelLinear::issue.
+  PendingSum project(const at::Tensor& context, int64_t column_chunks);
+
+  at::Tensor forward(const at::Tensor& hidden);
+
+  ColumnParallelLinear qkv{nullptr};
+  RowParallelLinear proj{nullptr};
+
+ private:
+  TransformerConfig config_;
+  std::shared_ptr<TensorParallelRng> rng_;
+  std::unique_ptr<RotaryEmbedding> rotary_;
+  int64_t local_heads_;
+  int64_t local_groups_;
+};
+TORCH_MODULE(ShardedAttention);
+
+}  // namespace domino::overlap

@@ -1,0 +1,37 @@
+#include "TensorParallelGroup.h"
+
+#include <domino/PriorityGuard.h>
+
+namespace domino::overlap {
+
+TensorParallelGroup::TensorParallelGroup(c10::intrusive_ptr<c10d::ProcessGroup> group)
+    : group_(std::move(group)), rank_(group_->getRank()), size_(group_->getSize()) {}
+
+TensorParallelGroup::TensorParallelGroup(c10::intrusive_ptr<c10d::Backend> backend)
+    : backend_(std::move(backend)), rank_(backend_->getRank()), size_(backend_->getSize()) {}
+
+TensorParallelGroup::TensorParallelGroup() = default;
+
+std::string TensorParallelGroup::describe() const {
+  std::string name = group_ ? group_->getBackendName() : backend_ ? backend_->getBackendName() : "";
+  return "tensor-parallel group (" + (name.empty() ? std::string("single rank") : name) +
+         ", rank " + std::to_string(rank_) + " of " + std::to_string(size_) + ")";
+}
+
+c10::intrusive_ptr<c10d::Work> TensorParallelGroup::all_reduce_async(at::Tensor& tensor) const {
+  if (size_ == 1 || drop_communication_) return {};
+  // Tensor-parallel all-reduces sit on the critical path; other backends ignore the guard.
+  PriorityGuard lane(Priority::kHigh);
+  // A detached alias: the reduction writes the same storage, and autograd (which already treats
+  // the sum's backward as the identity) is kept out of the dispatcher's c10d op.
+  std::vector<at::Tensor> tensors{tensor.detach()};
+  c10d::AllreduceOptions options;
+  options.reduceOp = c10d::ReduceOp::SUM;
+  return group_ ? group_->allreduce(tensors, options) : backend_->allreduce(tensors, options);
+}
+
+void wait_for(const c10::intrusive_ptr<c10d::Work>& work) {
+  if (work) work->wait();
+}
+
+}  // namespace domino::overlap

@@ -1,0 +1,29 @@
+#include "Transformer.h"
+
+namespace domino::overlap {
+
+TransformerImpl::TransformerImpl(const TransformerConfig& config, TensorParallelGroupPtr group)
+    : ShardedModule(std::move(group)), config_(config) {
+  config_.validate(group_->size());
+  WeightInit init(config_.seed, config_.init_std, parse_params_dtype(config_.params_dtype));
+  auto rng = std::make_shared<TensorParallelRng>(config_.seed, group_->rank());
+  layers = register_module("layers", torch::nn::ModuleList());
+  for (int64_t index = 0; index < config_.num_layers; ++index) {
+    layers_.push_back(TransformerLayer(config_, index, group_, init, rng));
+    layers->push_back(layers_.back());
+  }
+  final_norm = register_module("final_norm", Norm(config_.hidden_size, config_.normalization,
+                                                  config_.norm_epsilon, group_, init));
+}
+
+at::Tensor TransformerImpl::forward(const at::Tensor& hidden) {
+  check_hidden(hidden, config_, *group_, "DominoTransformer");
+  BatchDropout dropout(is_training(), hidden.size(1));
+  auto micro_batches = split_batch(hidden, config_.batch_slices());
+  for (auto& layer : layers_) {
+    micro_batches = layer->forward_micro_batches(std::move(micro_batches), dropout);
+  }
+  return final_norm->forward(join_batch(micro_batches));
+}
+
+}  // namespace domino::overlap

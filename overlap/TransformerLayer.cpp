@@ -1,0 +1,123 @@
+#include "TransformerLayer.h"
+
+#include <ATen/Functions.h>
+
+#include <stdexcept>
+
+namespace domino::overlap {
+
+MicroBatch MicroBatch::ready(at::Tensor value, int64_t batch_offset) {
+  MicroBatch micro_batch;
+  micro_batch.residual = std::move(value);
+  micro_batch.batch_offset = batch_offset;
+  return micro_batch;
+}
+
+at::Tensor MicroBatch::resolve() {
+  if (delta.empty()) return residual;
+  auto update = delta.resolve();
+  if (keep_mask.defined()) update = update * keep_mask;
+  residual = residual + update;
+  delta = PendingSum();
+  keep_mask = at::Tensor();
+  return residual;
+}
+
+std::vector<MicroBatch> split_batch(const at::Tensor& hidden, int64_t count) {
+  std::vector<MicroBatch> micro_batches;
+  int64_t offset = 0;
+  for (auto& part : at::tensor_split(hidden, count, 1)) {
+    const int64_t rows = part.size(1);
+    micro_batches.push_back(MicroBatch::ready(std::move(part), offset));
+    offset += rows;
+  }
+  return micro_batches;
+}
+
+at::Tensor join_batch(std::vector<MicroBatch>& micro_batches) {
+  std::vector<at::Tensor> parts;
+  for (auto& micro_batch : micro_batches) parts.push_back(micro_batch.resolve());
+  return parts.size() == 1 ? parts[0] : at::cat(parts, 1);
+}
+
+void check_hidden(const at::Tensor& hidden, const TransformerConfig& config,
+                  const TensorParallelGroup& group, const char* layer) {
+  if (hidden.dim() != 3 || hidden.size(2) != config.hidden_size) {
+    throw std::invalid_argument(std::string(layer) + ": expects hidden states [s, b, " +
+                                std::to_string(config.hidden_size) +
+                                "] (sequence first, as in "
+                                "Megatron), got " +
+                                std::to_string(hidden.dim()) +
+                                " dims with last "
+                                "size " +
+                                std::to_string(hidden.dim() ? hidden.size(-1) : 0) + " on " +
+                                group.describe());
+  }
+  if (config.batch_slices() > hidden.size(1)) {
+    throw std::invalid_argument(
+        std::string(layer) + ": micro_batches=" + std::to_string(config.batch_slices()) +
+        " exceeds the batch of " + std::to_string(hidden.size(1)) + " sequences on " +
+        group.describe() + "; use at most " + std::to_string(hidden.size(1)) + " micro-batches");
+  }
+}
+
+TransformerLayerImpl::TransformerLayerImpl(const TransformerConfig& config, int64_t layer_number,
+                                           TensorParallelGroupPtr group, WeightInit& init,
+                                           std::shared_ptr<TensorParallelRng> rng)
+    : ShardedModule(group), config_(config), layer_number_(layer_number), rng_(std::move(rng)) {
+  config_.validate(group_->size());
+  input_norm = register_module("input_norm", Norm(config_.hidden_size, config_.normalization,
+                                                  config_.norm_epsilon, group_, init));
+  attention = register_module("attention", ShardedAttention(config_, group_, init, rng_));
+  post_attention_norm = register_module(
+      "post_attention_norm",
+      Norm(config_.hidden_size, config_.normalization, config_.norm_epsilon, group_, init));
+  mlp = register_module("mlp", ParallelMLP(config_, group_, init));
+}
+
+TransformerLayerImpl::TransformerLayerImpl(const TransformerConfig& config,
+                                           TensorParallelGroupPtr group)
+    : TransformerLayerImpl(config, 0, group,
+                           *std::make_unique<WeightInit>(config.seed, config.init_std,
+                                                         parse_params_dtype(config.params_dtype)),
+                           std::make_shared<TensorParallelRng>(config.seed, group->rank())) {}
+
+std::vector<MicroBatch> TransformerLayerImpl::forward_micro_batches(std::vector<MicroBatch> inputs,
+                                                                    BatchDropout& dropout) {
+  const int64_t chunks = config_.column_slices();
+  const std::string prefix = "layers." + std::to_string(layer_number_) + ".";
+  std::vector<MicroBatch> attended;
+  for (auto& input : inputs) {
+    auto x = input.resolve();
+    auto context = attention->context(input_norm->forward(x), dropout, input.batch_offset,
+                                      prefix + "attention.probs");
+    MicroBatch next = MicroBatch::ready(x, input.batch_offset);
+    next.delta = attention->project(context, chunks);
+    next.keep_mask = dropout.mask(prefix + "attention.out", x, config_.hidden_dropout, 1,
+                                  input.batch_offset, rng_->replicated(x.device()));
+    attended.push_back(std::move(next));
+  }
+  std::vector<MicroBatch> outputs;
+  for (auto& input : attended) {
+    auto y = input.resolve();
+    auto activated = mlp->activated(post_attention_norm->forward(y));
+    MicroBatch next = MicroBatch::ready(y, input.batch_offset);
+    next.delta = mlp->project(activated, chunks);
+    next.keep_mask = dropout.mask(prefix + "mlp.out", y, config_.hidden_dropout, 1,
+                                  input.batch_offset, rng_->replicated(y.device()));
+    outputs.push_back(std::move(next));
+  }
+  if (config_.overlap == OverlapScope::kIntra) {
+    for (auto& output : outputs) output.resolve();
+  }
+  return outputs;
+}
+
+at::Tensor TransformerLayerImpl::forward(const at::Tensor& hidden) {
+  check_hidden(hidden, config_, *group_, "DominoTransformerLayer");
+  BatchDropout dropout(is_training(), hidden.size(1));
+  auto outputs = forward_micro_batches(split_batch(hidden, config_.batch_slices()), dropout);
+  return join_batch(outputs);
+}
+
+}  // namespace domino::overlap

@@ -1,0 +1,71 @@
+// One pre-norm transformer layer that hides its tensor-parallel all-reduces (Domino). The batch
+// is cut into micro-batches (row split) and/or the row-parallel outputs into column chunks
+// (column split); the all-reduce of one slice runs while the next slice computes:
+//
+//   attn(mb0) -> AR  attn(mb1) -> AR  ...  wait(mb0) mlp(mb0) -> AR  wait(mb1) mlp(mb1) -> AR ...
+//
+// With overlap=inter the MLP reductions are left in flight for the next layer, whose attention on
+// mb0 then hides the last micro-batch's reduction.
+#pragma once
+
+#include <torch/nn/pimpl.h>
+
+#include <memory>
+#include <vector>
+
+#include "Norm.h"
+#include "ParallelMLP.h"
+#include "ShardedAttention.h"
+
+namespace domino::overlap {
+
+// A micro-batch between stages: residual + dropout(delta), where delta may still be reducing.
+struct MicroBatch {
+  at::Tensor residual;
+  PendingSum delta;
+  at::Tensor keep_mask;  // scaled dropout mask for delta; undefined: no dropout
+  int64_t batch_offset = 0;
+
+  static MicroBatch ready(at::Tensor value, int64_t batch_offset);
+  at::Tensor resolve();
+};
+
+// Cuts [s, b, h] into `count` micro-batches along b (sizes differ by at most one) and back.
+std::vector<MicroBatch> split_batch(const at::Tensor& hidden, int64_t count);
+at::Tensor join_batch(std::vector<MicroBatch>& micro_batches);
+
+class TransformerLayerImpl : public ShardedModule {
+ public:
+  TransformerLayerImpl(const TransformerConfig& config, int64_t layer_number,
+                       TensorParallelGroupPtr group, WeightInit& init,
+                       std::shared_ptr<TensorParallelRng> rng);
+  // Standalone: its own weights and dropout streams, from config.seed.
+  TransformerLayerImpl(const TransformerConfig& config, TensorParallelGroupPtr group);
+
+  // [s, b, h] -> [s, b, h], every reduction finished.
+  at::Tensor forward(const at::Tensor& hidden);
+
+  // The schedule over micro-batches; the result's reductions are finished for overlap=intra and
+  // may be in flight for overlap=inter.
+  std::vector<MicroBatch> forward_micro_batches(std::vector<MicroBatch> inputs,
+                                                BatchDropout& dropout);
+
+  const TransformerConfig& config() const { return config_; }
+
+  Norm input_norm{nullptr};
+  ShardedAttention attention{nullptr};
+  Norm post_attention_norm{nullptr};
+  ParallelMLP mlp{nullptr};
+
+ private:
+  TransformerConfig config_;
+  int64_t layer_number_;
+  std::shared_ptr<TensorParallelRng> rng_;
+};
+TORCH_MODULE(TransformerLayer);
+
+// Checks an input against the config and group, naming what is wrong.
+void check_hidden(const at::Tensor& hidden, const TransformerConfig& config,
+                  const TensorParallelGroup& group, const char* layer);
+
+}  // namespace domino::overlap

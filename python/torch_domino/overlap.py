@@ -1,0 +1,181 @@
+"""Domino tensor-parallel layers (arXiv 2409.15241), implemented in C++ (``overlap/``).
+
+Each layer shards its weights over a tensor-parallel process group (any c10d group: gloo, nccl,
+domino) and hides its all-reduces behind compute: the batch is cut into micro-batches
+(``split="row"``), the row-parallel outputs into column chunks (``split="column"``), or both
+(``split="2d"``), and the reduction of one slice runs while the next computes. On a domino group
+the reductions use the high-priority lane. Layout is ``[s, b, h]``, as in Megatron.
+
+The classes here are ordinary ``torch.nn.Module``\\ s: their parameters are the C++ module's own
+tensors, registered under the same dotted names, so optimizers, ``state_dict`` and DDP over a
+data-parallel group work unchanged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from . import _C
+
+__all__ = [
+    "TransformerConfig",
+    "DominoTransformer",
+    "DominoTransformerLayer",
+    "ShardedAttention",
+    "ParallelMLP",
+    "ColumnParallelLinear",
+    "RowParallelLinear",
+]
+
+_impl = _C.overlap
+
+
+@dataclasses.dataclass
+class TransformerConfig:
+    """The shape and schedule of a Domino transformer (the same fields as the C++ struct).
+
+    ``split``: ``"row"`` (micro-batches), ``"column"`` (column chunks of the row-parallel
+    outputs) or ``"2d"`` (both). ``overlap``: ``"intra"`` hides reductions inside each layer,
+    ``"inter"`` also lets the last micro-batch's MLP reduction run under the next layer's
+    attention. ``num_query_groups`` 0 means no GQA; ``ffn_hidden_size`` 0 means 4h (gelu) or
+    8h/3 rounded up to 64 (swiglu).
+    """
+
+    hidden_size: int
+    num_attention_heads: int
+    num_layers: int = 1
+    num_query_groups: int = 0
+    ffn_hidden_size: int = 0
+    activation: str = "gelu"
+    normalization: str = "layernorm"
+    rotary: bool = False
+    rotary_base: float = 10000.0
+    bias: bool = True
+    hidden_dropout: float = 0.0
+    attention_dropout: float = 0.0
+    params_dtype: str = "float32"
+    split: str = "row"
+    micro_batches: int = 2
+    column_chunks: int = 1
+    overlap: str = "inter"
+    norm_epsilon: float = 1e-5
+    init_std: float = 0.02
+    seed: int = 1234
+
+    def validate(self, tensor_parallel: int, batch_size: int = 0) -> int:
+        """Raises ValueError naming the field that cannot be sharded; returns the FFN size."""
+        return _impl.validate_transformer_config(dataclasses.asdict(self), tensor_parallel, batch_size)
+
+
+def _group_or_world(group: Optional[dist.ProcessGroup]):
+    if group is not None:
+        return group
+    if dist.is_available() and dist.is_initialized():
+        return dist.group.WORLD
+    return None  # one process, no group: tensor-parallel size 1
+
+
+class _CppModule(nn.Module):
+    """An nn.Module whose parameters are those of a C++ Domino module, under the same names."""
+
+    def __init__(self, impl) -> None:
+        super().__init__()
+        self._impl = impl
+        for name, tensor in impl.named_parameters():
+            owner = self
+            *path, leaf = name.split(".")
+            for part in path:
+                child = owner._modules.get(part)
+                if child is None:
+                    child = nn.Module()
+                    owner.add_module(part, child)
+                owner = child
+            # Marks the C++ tensor itself as a Parameter (nn.Parameter's documented flag), so
+            # updates by an optimizer reach the C++ module without a copy.
+            tensor._is_param = True
+            owner.register_parameter(leaf, tensor)
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self._impl.forward(hidden)
+
+    def train(self, mode: bool = True):
+        super().train(mode)
+        self._impl.train(mode)
+        return self
+
+    def shard_of(self, name: str, full: torch.Tensor) -> torch.Tensor:
+        """This rank's slice of the unsharded tensor ``full`` of parameter ``name``."""
+        return self._impl.shard_of(name, full)
+
+    def load_unsharded(self, state: dict[str, torch.Tensor]) -> None:
+        """Loads this rank's slices from an unsharded state dict (for example one trained at
+        tensor-parallel size 1)."""
+        self._impl.load_unsharded({k: v.detach().cpu() for k, v in state.items()})
+
+    def _drop_communication_for_benchmark(self, drop: bool = True) -> None:
+        """Benchmark only: the same compute with every all-reduce removed (wrong results)."""
+        self._impl._drop_communication_for_benchmark(drop)
+
+
+class _ConfiguredModule(_CppModule):
+    _cpp = None
+
+    def __init__(self, config: TransformerConfig, group: Optional[dist.ProcessGroup] = None):
+        self.config = config
+        super().__init__(type(self)._cpp(dataclasses.asdict(config), _group_or_world(group)))
+
+
+class DominoTransformer(_ConfiguredModule):
+    """``num_layers`` Domino layers and a final norm: ``[s, b, h] -> [s, b, h]``."""
+
+    _cpp = _impl.DominoTransformer
+
+
+class DominoTransformerLayer(_ConfiguredModule):
+    """One pre-norm layer (attention, MLP) that overlaps its reductions inside itself."""
+
+    _cpp = _impl.DominoTransformerLayer
+
+
+class ShardedAttention(_ConfiguredModule):
+    """Causal self-attention over this rank's heads (GQA, optional RoPE), output all-reduced."""
+
+    _cpp = _impl.ShardedAttention
+
+
+class ParallelMLP(_ConfiguredModule):
+    """Column-parallel up-projection, gelu or SwiGLU, row-parallel down-projection."""
+
+    _cpp = _impl.ParallelMLP
+
+
+class ColumnParallelLinear(_CppModule):
+    """``Y = X A^T + b`` with ``A``'s output rows cut over the group: the input is replicated,
+    the output holds this rank's ``out_features / tp`` columns. In backward the input-gradient
+    all-reduce overlaps the weight-gradient GEMM. ``out_segments`` lists fused blocks that are
+    each cut over the ranks (for example ``[q, k, v]``); the default is one block."""
+
+    def __init__(self, in_features: int, out_features: int, group=None, bias: bool = True,
+                 out_segments: Optional[list[int]] = None, seed: int = 1234,
+                 init_std: float = 0.02, dtype: str = "float32"):
+        segments = list(out_segments) if out_segments else [out_features]
+        if sum(segments) != out_features:
+            raise ValueError(f"ColumnParallelLinear: out_segments {segments} sum to "
+                             f"{sum(segments)}, not out_features={out_features}")
+        super().__init__(_impl.ColumnParallelLinear(in_features, segments, _group_or_world(group),
+                                                    bias, seed, init_std, dtype))
+
+
+class RowParallelLinear(_CppModule):
+    """``Y = sum_r X_r B_r^T + b``: the input holds this rank's ``in_features / tp`` columns, the
+    output is all-reduced and replicated; the bias is added once, after the sum."""
+
+    def __init__(self, in_features: int, out_features: int, group=None, bias: bool = True,
+                 seed: int = 1234, init_std: float = 0.02, dtype: str = "float32"):
+        super().__init__(_impl.RowParallelLinear(in_features, out_features, _group_or_world(group),
+                                                 bias, seed, init_std, dtype))

@@ -1,0 +1,181 @@
+"""Rank-side bodies of the Domino layer tests: each builds layers over the world group, loads
+the same unsharded weights as the plain reference, and reports how far it is from it."""
+
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+
+import reference_transformer as ref
+from torch_domino import overlap as ov
+
+SEQ, BATCH = 6, 5
+
+
+def _close(a: torch.Tensor, b: torch.Tensor, tol: float = 2e-4) -> tuple[bool, float]:
+    err = (a - b).abs().max().item() if a.numel() else 0.0
+    scale = max(b.abs().max().item(), 1.0) if b.numel() else 1.0
+    return err <= tol * scale, err
+
+
+def _compare(model, reference_fn, state: dict, x: torch.Tensor) -> dict:
+    """Forward, then backward of a random projection of the output; compares output, input
+    gradient and every parameter gradient (as this rank's shard of the reference's)."""
+    xs = x.detach().clone().requires_grad_()
+    xr = x.detach().clone().requires_grad_()
+    leaves = {k: v.clone().requires_grad_() for k, v in state.items()}
+    out = model(xs)
+    expected = reference_fn(leaves, xr)
+    probe = torch.randn(expected.shape, generator=torch.Generator().manual_seed(3))
+    (out * probe).sum().backward()
+    (expected * probe).sum().backward()
+    report = {"ok": True, "worst": ""}
+    checks = [("output", out, expected), ("input.grad", xs.grad, xr.grad)]
+    for name, param in model.named_parameters():
+        checks.append((name + ".grad", param.grad, model.shard_of(name, leaves[name].grad)))
+    worst = 0.0
+    for name, got, want in checks:
+        if got is None or got.shape != want.shape:
+            report.update(ok=False, worst=f"{name}: missing or shape {None if got is None else tuple(got.shape)}")
+            return report
+        ok, err = _close(got, want)
+        if not ok:
+            report["ok"] = False
+        if err >= worst:
+            worst = err
+            report["worst"] = f"{name} {err:.2e}"
+    return report
+
+
+def _input(cfg: dict, seed: int = 5) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(SEQ, BATCH, cfg["hidden_size"], generator=g)
+
+
+def transformer_numerics(rank: int, world: int, configs: list, drop_communication: bool = False) -> list:
+    torch.manual_seed(0)
+    results = []
+    for cfg in configs:
+        state = ref.full_state(cfg, seed=11)
+        model = ov.DominoTransformer(ov.TransformerConfig(**cfg))
+        model.load_unsharded(state)
+        model._drop_communication_for_benchmark(drop_communication)
+        report = _compare(model, lambda s, x: ref.transformer(cfg, s, x), state, _input(cfg))
+        report["config"] = cfg
+        results.append(report)
+    return results
+
+
+def _strip(state: dict, prefix: str) -> dict:
+    return {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
+
+
+def layer_numerics(rank: int, world: int, cfg: dict) -> dict:
+    """Each layer class on its own against the matching reference piece."""
+    layer_state = ref.full_state(cfg, seed=13, layers=1, prefix="", final_norm=False)
+    x = _input(cfg)
+    reports = {}
+
+    layer = ov.DominoTransformerLayer(ov.TransformerConfig(**cfg))
+    layer.load_unsharded(layer_state)
+    reports["DominoTransformerLayer"] = _compare(layer, lambda s, v: ref.layer(cfg, s, "", v), layer_state, x)
+
+    attention_state = _strip(layer_state, "attention.")
+    attention = ov.ShardedAttention(ov.TransformerConfig(**cfg))
+    attention.load_unsharded(attention_state)
+    reports["ShardedAttention"] = _compare(
+        attention, lambda s, v: ref.attention(cfg, s, "", v), attention_state, x)
+
+    mlp_state = _strip(layer_state, "mlp.")
+    mlp = ov.ParallelMLP(ov.TransformerConfig(**cfg))
+    mlp.load_unsharded(mlp_state)
+    reports["ParallelMLP"] = _compare(mlp, lambda s, v: ref.mlp(cfg, s, "", v), mlp_state, x)
+
+    h = cfg["hidden_size"]
+    column = ov.ColumnParallelLinear(h, 4 * h)
+    row = ov.RowParallelLinear(4 * h, h)
+    g = torch.Generator().manual_seed(17)
+    pair_state = {"weight": torch.randn(4 * h, h, generator=g), "bias": torch.randn(4 * h, generator=g),
+                  "row.weight": torch.randn(h, 4 * h, generator=g), "row.bias": torch.randn(h, generator=g)}
+    column.load_unsharded({"weight": pair_state["weight"], "bias": pair_state["bias"]})
+    row.load_unsharded({"weight": pair_state["row.weight"], "bias": pair_state["row.bias"]})
+
+    class Pair(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.column, self.row = column, row
+
+        def forward(self, v):
+            return self.row(torch.tanh(self.column(v)))
+
+        def shard_of(self, name, full):
+            owner, _, leaf = name.partition(".")
+            return getattr(self, owner).shard_of(leaf, full)
+
+    def pair_reference(s, v):
+        return torch.nn.functional.linear(torch.tanh(torch.nn.functional.linear(v, s["column.weight"], s["column.bias"])),
+                                          s["row.weight"], s["row.bias"])
+
+    named = {"column.weight": pair_state["weight"], "column.bias": pair_state["bias"],
+             "row.weight": pair_state["row.weight"], "row.bias": pair_state["row.bias"]}
+    reports["Column+RowParallelLinear"] = _compare(Pair(), pair_reference, named, x)
+    return reports
+
+
+def dropout_behaviour(rank: int, world: int, cfg: dict) -> dict:
+    """Dropout on: deterministic under the seed, identical on every TP rank where the activation
+    is replicated, and independent of how the batch is cut."""
+    x = _input(cfg)
+
+    def run(**overrides):
+        model = ov.DominoTransformer(ov.TransformerConfig(**{**cfg, **overrides}))
+        model.train()
+        return model(x).detach()
+
+    first = run()
+    again = run()
+    unsplit = run(split="row", micro_batches=1, column_chunks=1)
+    other_seed = run(seed=cfg.get("seed", 1234) + 1)
+    model = ov.DominoTransformer(ov.TransformerConfig(**cfg))
+    model.eval()
+    eval_a, eval_b = model(x).detach(), model(x).detach()
+    gathered = [torch.empty_like(first) for _ in range(world)]
+    dist.all_gather(gathered, first)
+    return {
+        "deterministic": torch.equal(first, again),
+        "same_on_every_rank": all(torch.equal(gathered[0], g) for g in gathered),
+        "independent_of_split": torch.allclose(first, unsplit, rtol=1e-5, atol=1e-5),
+        "seed_matters": not torch.allclose(first, other_seed),
+        "eval_is_deterministic": torch.equal(eval_a, eval_b),
+        "dropout_active": not torch.allclose(first, eval_a),
+    }
+
+
+def lanes_used(rank: int, world: int, cfg: dict) -> dict:
+    model = ov.DominoTransformer(ov.TransformerConfig(**cfg))
+    x = _input(cfg).requires_grad_()
+    model(x).sum().backward()
+    backend = dist.distributed_c10d._get_default_group()._get_backend(torch.device("cpu"))
+    return backend._issued_per_lane()
+
+
+def rejects(rank: int, world: int) -> dict:
+    """Shapes that cannot be sharded over this group, or inputs that do not fit, raise clearly."""
+    messages = {}
+
+    def catch(key, fn):
+        try:
+            fn()
+            messages[key] = ""
+        except ValueError as e:
+            messages[key] = str(e)
+
+    base = dict(hidden_size=48, num_attention_heads=8, num_layers=1)
+    catch("heads", lambda: ov.DominoTransformer(ov.TransformerConfig(**{**base, "num_attention_heads": 3})))
+    catch("ffn", lambda: ov.ParallelMLP(ov.TransformerConfig(**{**base, "ffn_hidden_size": 3 * world + 1})))
+    model = ov.DominoTransformer(ov.TransformerConfig(**{**base, "micro_batches": 4}))
+    catch("micro_batches", lambda: model(torch.randn(SEQ, 3, 48)))
+    catch("hidden", lambda: model(torch.randn(SEQ, 4, 40)))
+    catch("split", lambda: ov.TransformerConfig(**{**base, "split": "diagonal"}).validate(world))
+    catch("unsharded", lambda: model.load_unsharded({}))
+    return messages

@@ -1,0 +1,94 @@
+"""Domino layers: numerics against a plain single-process transformer (same weights, sharded)
+at TP 1, 2 and 4 over every split, micro-batch count, activation, norm and GQA setting; the
+layer classes one by one; dropout under tensor parallelism; lanes; clear errors."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from ranks import assert_all_ok, run_ranks
+
+SCHEDULES = (
+    [("row", mb, 1) for mb in (1, 2, 3, 4)]
+    + [("column", 1, cc) for cc in (1, 2, 3, 4)]
+    + [("2d", 2, 2), ("2d", 3, 3), ("2d", 4, 2), ("2d", 1, 4)]
+)
+
+
+def matrix() -> list[dict]:
+    configs = []
+    for index, ((split, mb, cc), activation, norm, gqa) in enumerate(
+        itertools.product(SCHEDULES, ("gelu", "swiglu"), ("layernorm", "rmsnorm"), (False, True))
+    ):
+        configs.append(dict(
+            hidden_size=48, num_attention_heads=8, num_query_groups=4 if gqa else 0, num_layers=2,
+            activation=activation, normalization=norm, split=split, micro_batches=mb,
+            column_chunks=cc, rotary=index % 2 == 0, bias=index % 3 != 0,
+            overlap="inter" if (index // 2) % 2 == 0 else "intra",
+        ))
+    return configs
+
+
+def failures(reports: list) -> list:
+    return [(r["config"], r["worst"]) for r in reports if not r["ok"]]
+
+
+@pytest.mark.parametrize("tp", [1, 2, 4])
+def test_transformer_matches_reference_over_the_whole_matrix(tp):
+    configs = matrix()
+    results = assert_all_ok(run_ranks(tp, "overlap_workers.transformer_numerics", configs, timeout=600))
+    for rank, reports in enumerate(results):
+        assert len(reports) == len(configs) == 96
+        assert failures(reports) == [], f"rank {rank}"
+
+
+def test_transformer_matches_reference_over_gloo():
+    configs = [c for c in matrix() if c["split"] == "2d"][:4]
+    results = assert_all_ok(run_ranks(2, "overlap_workers.transformer_numerics", configs, backend="gloo"))
+    for reports in results:
+        assert failures(reports) == []
+
+
+def test_the_comparison_catches_a_missing_reduction():
+    configs = [matrix()[5]]
+    results = assert_all_ok(run_ranks(2, "overlap_workers.transformer_numerics", configs, True))
+    assert all(len(failures(reports)) == 1 for reports in results)
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+def test_each_layer_class_matches_its_reference_piece(tp):
+    cfg = dict(hidden_size=48, num_attention_heads=8, num_query_groups=2, activation="swiglu",
+               normalization="rmsnorm", rotary=True, split="2d", micro_batches=2, column_chunks=2)
+    for reports in assert_all_ok(run_ranks(tp, "overlap_workers.layer_numerics", cfg)):
+        assert set(reports) == {"DominoTransformerLayer", "ShardedAttention", "ParallelMLP",
+                                "Column+RowParallelLinear"}
+        for name, report in reports.items():
+            assert report["ok"], (name, report["worst"])
+
+
+def test_dropout_is_seeded_consistent_across_ranks_and_independent_of_the_split():
+    cfg = dict(hidden_size=48, num_attention_heads=8, num_layers=2, hidden_dropout=0.2,
+               attention_dropout=0.2, split="2d", micro_batches=3, column_chunks=2, seed=99)
+    for facts in assert_all_ok(run_ranks(2, "overlap_workers.dropout_behaviour", cfg)):
+        assert facts == {key: True for key in facts}, facts
+
+
+def test_reductions_use_the_high_priority_lane_on_domino():
+    cfg = dict(hidden_size=48, num_attention_heads=8, num_layers=2, split="2d", micro_batches=2,
+               column_chunks=2)
+    for counts in assert_all_ok(run_ranks(2, "overlap_workers.lanes_used", cfg)):
+        # forward: 2 layers x 2 blocks x 2 micro-batches x 2 column chunks; backward: one
+        # input-gradient reduction per column-parallel linear (2 per layer) per micro-batch
+        assert counts == {"high": 16 + 8, "normal": 0, "low": 0}
+
+
+def test_unshardable_configs_and_bad_inputs_are_named():
+    for messages in assert_all_ok(run_ranks(2, "overlap_workers.rejects")):
+        assert "num_attention_heads=3" in messages["heads"] and "tensor-parallel size=2" in messages["heads"]
+        assert "ffn_hidden_size=7" in messages["ffn"]
+        assert "micro_batches=4 exceeds the batch of 3" in messages["micro_batches"]
+        assert "[s, b, 48]" in messages["hidden"] and "last size 40" in messages["hidden"]
+        assert "split='diagonal'" in messages["split"] and "row, column, 2d" in messages["split"]
+        assert "no tensor for parameter" in messages["unsharded"]
