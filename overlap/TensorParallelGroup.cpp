@@ -7,8 +7,14 @@ namespace domino::overlap {
 TensorParallelGroup::TensorParallelGroup(c10::intrusive_ptr<c10d::ProcessGroup> group)
     : group_(std::move(group)), rank_(group_->getRank()), size_(group_->getSize()) {}
 
-TensorParallelGroup::TensorParallelGroup(c10::intrusive_ptr<c10d::Backend> backend)
-    : backend_(std::move(backend)), rank_(backend_->getRank()), size_(backend_->getSize()) {}
+c10::intrusive_ptr<TensorParallelGroup> TensorParallelGroup::over_backend(
+    c10::intrusive_ptr<c10d::Backend> backend) {
+  auto group = c10::make_intrusive<TensorParallelGroup>();
+  group->rank_ = backend->getRank();
+  group->size_ = backend->getSize();
+  group->backend_ = std::move(backend);
+  return group;
+}
 
 TensorParallelGroup::TensorParallelGroup() = default;
 

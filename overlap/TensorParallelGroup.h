@@ -18,7 +18,8 @@ class TensorParallelGroup : public torch::CustomClassHolder {
   // Any c10d group works (gloo, nccl, domino, ...).
   explicit TensorParallelGroup(c10::intrusive_ptr<c10d::ProcessGroup> group);
   // A bare backend, as a C++ program builds it (for example a domino::ProcessGroupDomino).
-  explicit TensorParallelGroup(c10::intrusive_ptr<c10d::Backend> backend);
+  static c10::intrusive_ptr<TensorParallelGroup> over_backend(
+      c10::intrusive_ptr<c10d::Backend> backend);
   // Single rank: no communication at all.
   TensorParallelGroup();
 

@@ -15,7 +15,7 @@ def test_configuration_table_lists_exactly_the_known_variables():
 
 def test_readme_names_the_two_commands_that_ci_runs():
     text = README.read_text()
-    assert "bash scripts/setup.sh && " in text
+    assert "bash scripts/setup.sh && /opt/torch-domino-venv/bin/torchrun --nproc-per-node 2 examples/train_gpt.py" in text
     assert "bash scripts/test.sh" in text
     ci = (README.parent / ".ci" / "run").read_text()
     assert "scripts/test.sh" in ci
