@@ -11,12 +11,45 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
+// An input-gradient reduction left in flight by the linear's backward, and the node that waits
+// for it: the wait sits on the input's path, so nothing reads the gradient before it is summed.
+struct DeferredReduction : torch::CustomClassHolder {
+  c10::intrusive_ptr<c10d::Work> work;
+  c10::weak_intrusive_ptr<torch::autograd::Node> wait_node{
+      c10::intrusive_ptr<torch::autograd::Node>()};
+};
+
+// Lower than every node a training step creates, earliest reduction first: the engine runs all
+// other ready work (other micro-batches' backward) before it blocks on a reduction.
+uint64_t deferred_wait_priority() {
+  thread_local uint64_t issued = 0;
+  constexpr uint64_t kBand = uint64_t{1} << 16;
+  return kBand - (issued++ % kBand);
+}
+
+struct WaitForInputGradient : public torch::autograd::Function<WaitForInputGradient> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input,
+                            const c10::intrusive_ptr<DeferredReduction>& slot) {
+    ctx->saved_data["slot"] = c10::IValue::make_capsule(slot);
+    return input.view_as(input);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    auto slot =
+        c10::static_intrusive_pointer_cast<DeferredReduction>(ctx->saved_data["slot"].toCapsule());
+    wait_for(slot->work);
+    slot->work.reset();
+    return {grads[0], at::Tensor()};
+  }
+};
+
 struct ColumnParallelLinearFunction
     : public torch::autograd::Function<ColumnParallelLinearFunction> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input, const at::Tensor& weight,
-                            const at::Tensor& bias, const TensorParallelGroupPtr& group) {
+                            const at::Tensor& bias, const TensorParallelGroupPtr& group,
+                            const c10::intrusive_ptr<DeferredReduction>& deferred) {
     ctx->save_for_backward({input, weight});
     ctx->saved_data["group"] = c10::IValue::make_capsule(group);
+    if (deferred) ctx->saved_data["deferred"] = c10::IValue::make_capsule(deferred);
     const bool has_bias = bias.numel() > 0;
     ctx->saved_data["has_bias"] = has_bias;
     return at::linear(input, weight, has_bias ? std::optional<at::Tensor>(bias) : std::nullopt);
@@ -46,8 +79,14 @@ struct ColumnParallelLinearFunction
     if (ctx->saved_data["has_bias"].toBool() && ctx->needs_input_grad(2)) {
       grad_bias = flat_grad.sum(0);
     }
+    if (reduction && ctx->saved_data.count("deferred")) {
+      auto deferred = c10::static_intrusive_pointer_cast<DeferredReduction>(
+          ctx->saved_data["deferred"].toCapsule());
+      deferred->work = std::move(reduction);
+      if (auto node = deferred->wait_node.lock()) node->set_sequence_nr(deferred_wait_priority());
+    }
     wait_for(reduction);
-    return {grad_input, grad_weight, grad_bias, at::Tensor()};
+    return {grad_input, grad_weight, grad_bias, at::Tensor(), at::Tensor()};
   }
 };
 }  // namespace
@@ -66,10 +105,17 @@ ColumnParallelLinearImpl::ColumnParallelLinearImpl(int64_t in_features,
   }
 }
 
-at::Tensor ColumnParallelLinearImpl::forward(const at::Tensor& input) {
+at::Tensor ColumnParallelLinearImpl::forward(const at::Tensor& input, bool defer_input_gradient) {
   // Custom autograd functions take no undefined tensors: no bias travels as an empty one.
   const auto bias_or_empty = bias.defined() ? bias : at::empty({0}, weight.options());
-  return ColumnParallelLinearFunction::apply(input, weight, bias_or_empty, group_);
+  c10::intrusive_ptr<DeferredReduction> deferred;
+  auto routed = input;
+  if (defer_input_gradient && input.requires_grad() && group_->size() > 1) {
+    deferred = c10::make_intrusive<DeferredReduction>();
+    routed = WaitForInputGradient::apply(input, deferred);
+    deferred->wait_node = c10::weak_intrusive_ptr<torch::autograd::Node>(routed.grad_fn());
+  }
+  return ColumnParallelLinearFunction::apply(routed, weight, bias_or_empty, group_, deferred);
 }
 
 }  // namespace domino::overlap

@@ -1,6 +1,7 @@
 // Y = X A^T + b with A cut by output rows over the tensor-parallel ranks (Megatron's
 // column-parallel linear). The input is replicated, so its gradient is a sum over ranks: that
-// all-reduce is issued asynchronously in backward and overlaps the weight-gradient GEMM.
+// all-reduce is issued asynchronously in backward and overlaps the weight-gradient GEMM (and,
+// when deferred, whatever else the autograd engine has ready).
 #pragma once
 
 #include <torch/nn/pimpl.h>
@@ -19,7 +20,10 @@ class ColumnParallelLinearImpl : public ShardedModule {
   ColumnParallelLinearImpl(int64_t in_features, std::vector<int64_t> out_segments, bool bias,
                            TensorParallelGroupPtr group, WeightInit& init);
 
-  at::Tensor forward(const at::Tensor& input);
+  // defer_input_gradient: backward leaves the input-gradient reduction in flight past the weight
+  // GEMM too, and the autograd engine runs other ready work (another micro-batch's backward)
+  // before a node on the input's path waits for it.
+  at::Tensor forward(const at::Tensor& input, bool defer_input_gradient = false);
 
   int64_t in_features() const { return in_features_; }
   int64_t local_out_features() const { return weight.size(0); }

@@ -25,8 +25,8 @@ ParallelMLPImpl::ParallelMLPImpl(const TransformerConfig& config, TensorParallel
                       *std::make_unique<WeightInit>(config.seed, config.init_std,
                                                     parse_params_dtype(config.params_dtype))) {}
 
-at::Tensor ParallelMLPImpl::activated(const at::Tensor& hidden) {
-  auto up = fc1->forward(hidden);
+at::Tensor ParallelMLPImpl::activated(const at::Tensor& hidden, bool defer_input_gradient) {
+  auto up = fc1->forward(hidden, defer_input_gradient);
   if (activation_ == Activation::kGelu) return at::gelu(up);
   const int64_t half = up.size(-1) / 2;
   return at::silu(up.narrow(-1, 0, half)) * up.narrow(-1, half, half);

@@ -17,8 +17,8 @@ class ParallelMLPImpl : public ShardedModule {
   // Standalone: its own weights from config.seed.
   ParallelMLPImpl(const TransformerConfig& config, TensorParallelGroupPtr group);
 
-  // [s, b, h] -> activated [s, b, ffn / tp].
-  at::Tensor activated(const at::Tensor& hidden);
+  // [s, b, h] -> activated [s, b, ffn / tp]; defer_input_gradient as in ColumnParallelLinear.
+  at::Tensor activated(const at::Tensor& hidden, bool defer_input_gradient = false);
   PendingSum project(const at::Tensor& activated, int64_t column_chunks);
 
   at::Tensor forward(const at::Tensor& hidden);

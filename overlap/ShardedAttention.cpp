@@ -33,11 +33,12 @@ ShardedAttentionImpl::ShardedAttentionImpl(const TransformerConfig& config,
                            std::make_shared<TensorParallelRng>(config.seed, group->rank())) {}
 
 at::Tensor ShardedAttentionImpl::context(const at::Tensor& hidden, BatchDropout& dropout,
-                                         int64_t batch_offset, const std::string& dropout_site) {
+                                         int64_t batch_offset, const std::string& dropout_site,
+                                         bool defer_input_gradient) {
   const int64_t seq = hidden.size(0);
   const int64_t batch = hidden.size(1);
   const int64_t head_dim = config_.head_dim();
-  auto fused = qkv->forward(hidden);
+  auto fused = qkv->forward(hidden, defer_input_gradient);
   auto q = fused.narrow(-1, 0, local_heads_ * head_dim).view({seq, batch, local_heads_, head_dim});
   auto k = fused.narrow(-1, local_heads_ * head_dim, local_groups_ * head_dim)
                .view({seq, batch, local_groups_, head_dim});

@@ -25,9 +25,11 @@ class ShardedAttentionImpl : public ShardedModule {
 
   // hidden [s, b, h] (rows [batch_offset, ...) of the pass's batch) -> this rank's context
   // vectors [s, b, local_heads * head_dim], before the output projection.
-  // `dropout_site` names the probabilities' mask within the pass (unique per layer).
+  // `dropout_site` names the probabilities' mask within the pass (unique per layer);
+  // defer_input_gradient as in ColumnParallelLinear::forward.
   at::Tensor context(const at::Tensor& hidden, BatchDropout& dropout, int64_t batch_offset,
-                     const std::string& dropout_site = "attention.probs");
+                     const std::string& dropout_site = "attention.probs",
+                     bool defer_input_gradient = false);
   // Output projection, reduction started: column_chunks as in RowParallelLinear::issue.
   PendingSum project(const at::Tensor& context, int64_t column_chunks);
 

@@ -86,11 +86,14 @@ std::vector<MicroBatch> TransformerLayerImpl::forward_micro_batches(std::vector<
                                                                     BatchDropout& dropout) {
   const int64_t chunks = config_.column_slices();
   const std::string prefix = "layers." + std::to_string(layer_number_) + ".";
+  // With several micro-batches, backward hides each input-gradient reduction behind the other
+  // micro-batches' backward; with one, it waits right after its weight GEMM (Megatron).
+  const bool defer = inputs.size() > 1;
   std::vector<MicroBatch> attended;
   for (auto& input : inputs) {
     auto x = input.resolve();
     auto context = attention->context(input_norm->forward(x), dropout, input.batch_offset,
-                                      prefix + "attention.probs");
+                                      prefix + "attention.probs", defer);
     MicroBatch next = MicroBatch::ready(x, input.batch_offset);
     next.delta = attention->project(context, chunks);
     next.keep_mask = dropout.mask(prefix + "attention.out", x, config_.hidden_dropout, 1,
@@ -100,7 +103,7 @@ std::vector<MicroBatch> TransformerLayerImpl::forward_micro_batches(std::vector<
   std::vector<MicroBatch> outputs;
   for (auto& input : attended) {
     auto y = input.resolve();
-    auto activated = mlp->activated(post_attention_norm->forward(y));
+    auto activated = mlp->activated(post_attention_norm->forward(y), defer);
     MicroBatch next = MicroBatch::ready(y, input.batch_offset);
     next.delta = mlp->project(activated, chunks);
     next.keep_mask = dropout.mask(prefix + "mlp.out", y, config_.hidden_dropout, 1,
