@@ -1,6 +1,7 @@
 #include "ColumnParallelLinear.h"
 
 #include <ATen/Functions.h>
+#include <ATen/SequenceNumber.h>
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <numeric>
@@ -15,16 +16,19 @@ using torch::autograd::variable_list;
 // for it: the wait sits on the input's path, so nothing reads the gradient before it is summed.
 struct DeferredReduction : torch::CustomClassHolder {
   c10::intrusive_ptr<c10d::Work> work;
+  uint64_t floor = 0;  // first sequence number of the forward pass that made the wait
   c10::weak_intrusive_ptr<torch::autograd::Node> wait_node{
       c10::intrusive_ptr<torch::autograd::Node>()};
 };
 
-// Lower than every node a training step creates, earliest reduction first: the engine runs all
-// other ready work (other micro-batches' backward) before it blocks on a reduction.
-uint64_t deferred_wait_priority() {
+thread_local uint64_t pass_floor = 0;
+
+// Below every node of the forward pass (the engine runs the highest sequence number first), and
+// the earliest reduction first: all other ready work, such as another micro-batch's backward,
+// runs before the engine blocks on a reduction.
+uint64_t deferred_wait_priority(uint64_t floor) {
   thread_local uint64_t issued = 0;
-  constexpr uint64_t kBand = uint64_t{1} << 16;
-  return kBand - (issued++ % kBand);
+  return floor == 0 ? 0 : floor - 1 - (issued++ % floor);
 }
 
 struct WaitForInputGradient : public torch::autograd::Function<WaitForInputGradient> {
@@ -83,13 +87,22 @@ struct ColumnParallelLinearFunction
       auto deferred = c10::static_intrusive_pointer_cast<DeferredReduction>(
           ctx->saved_data["deferred"].toCapsule());
       deferred->work = std::move(reduction);
-      if (auto node = deferred->wait_node.lock()) node->set_sequence_nr(deferred_wait_priority());
+      if (auto node = deferred->wait_node.lock())
+        node->set_sequence_nr(deferred_wait_priority(deferred->floor));
     }
     wait_for(reduction);
     return {grad_input, grad_weight, grad_bias, at::Tensor(), at::Tensor()};
   }
 };
 }  // namespace
+
+DeferredWaitScope::DeferredWaitScope() : previous_(pass_floor) {
+  if (previous_ == 0) pass_floor = at::sequence_number::peek();
+}
+
+DeferredWaitScope::~DeferredWaitScope() {
+  pass_floor = previous_;
+}
 
 ColumnParallelLinearImpl::ColumnParallelLinearImpl(int64_t in_features,
                                                    std::vector<int64_t> out_segments, bool bias,
@@ -112,6 +125,7 @@ at::Tensor ColumnParallelLinearImpl::forward(const at::Tensor& input, bool defer
   auto routed = input;
   if (defer_input_gradient && input.requires_grad() && group_->size() > 1) {
     deferred = c10::make_intrusive<DeferredReduction>();
+    deferred->floor = pass_floor;
     routed = WaitForInputGradient::apply(input, deferred);
     deferred->wait_node = c10::weak_intrusive_ptr<torch::autograd::Node>(routed.grad_fn());
   }

@@ -17,6 +17,7 @@ TransformerImpl::TransformerImpl(const TransformerConfig& config, TensorParallel
 }
 
 at::Tensor TransformerImpl::forward(const at::Tensor& hidden) {
+  DeferredWaitScope pass;
   check_hidden(hidden, config_, *group_, "DominoTransformer");
   BatchDropout dropout(is_training(), hidden.size(1));
   auto micro_batches = split_batch(hidden, config_.batch_slices());

@@ -117,6 +117,7 @@ std::vector<MicroBatch> TransformerLayerImpl::forward_micro_batches(std::vector<
 }
 
 at::Tensor TransformerLayerImpl::forward(const at::Tensor& hidden) {
+  DeferredWaitScope pass;
   check_hidden(hidden, config_, *group_, "DominoTransformerLayer");
   BatchDropout dropout(is_training(), hidden.size(1));
   auto outputs = forward_micro_batches(split_batch(hidden, config_.batch_slices()), dropout);

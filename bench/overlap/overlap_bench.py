@@ -4,8 +4,10 @@ Domino for each split, and a no-communication bound (same compute, all-reduces r
 The two ranks sit on two simulated hosts: network namespaces joined by a veth pair whose link
 is shaped with tc (token bucket), so that naive TP spends 30-50% of its step communicating; the
 rate is calibrated to land there. The group is gloo over TCP across the link (the domino backend
-does not cross hosts yet). Without namespaces (not root, no `ip`/`tc`), it says so and runs both
-ranks on this host over loopback.
+does not cross hosts yet), one gloo thread so reductions leave in issue order. Without
+namespaces (not root, no `ip`/`tc`), it says so and runs both ranks on this host over loopback.
+The "no-comm" rows are the Domino schedules with the reductions removed: the cost of cutting
+the batch and the weights, without communication.
 
     sudo python bench/overlap/overlap_bench.py            # writes bench/results/overlap.{csv,md,png}
 """
@@ -20,6 +22,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -31,8 +34,11 @@ MODES = [
     ("naive", "row", 1, 1, "intra", True),
     ("domino-row", "row", 2, 1, "inter", True),
     ("domino-column", "column", 1, 2, "inter", True),
+    ("domino-row-4", "row", 4, 1, "inter", True),
     ("domino-2d", "2d", 2, 2, "inter", True),
     ("no-communication bound", "row", 1, 1, "intra", False),
+    ("domino-row no-comm", "row", 2, 1, "inter", False),
+    ("domino-2d no-comm", "2d", 2, 2, "inter", False),
 ]
 
 
@@ -60,6 +66,9 @@ class ShapedLink:
                 sh("ip", "-n", ns, "addr", "add", f"{ADDRESSES[index]}/24", "dev", dev)
                 sh("ip", "-n", ns, "link", "set", dev, "up")
                 sh("ip", "-n", ns, "link", "set", "lo", "up")
+                # As on training clusters: a connection idle during compute keeps its window
+                # instead of slow-starting every reduction again.
+                sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.tcp_slow_start_after_idle=0")
             self.up = True
         except subprocess.CalledProcessError as error:
             print(f"# no network namespaces here ({error.stderr.strip()}); one host instead")
@@ -86,7 +95,8 @@ def launch(link: ShapedLink, args, mode_names: list[str]) -> dict:
         cmd = [sys.executable, __file__, "--worker", "--rank", str(rank), "--master", master,
                "--port", str(port), "--modes", ",".join(mode_names), "--steps", str(args.steps),
                "--hidden", str(args.hidden), "--seq", str(args.seq), "--batch", str(args.batch),
-               "--layers", str(args.layers)]
+               "--layers", str(args.layers), "--compute-nice", str(args.compute_nice),
+               "--gloo-threads", str(args.gloo_threads)]
         if link.up:
             cmd = ["ip", "netns", "exec", NAMESPACES[rank], *cmd]
         procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
@@ -105,27 +115,38 @@ def worker(args) -> None:
     from torch_domino.overlap import DominoTransformer, TransformerConfig
 
     torch.set_num_threads(1)
+    options = dist.ProcessGroupGloo._Options()
+    # One gloo thread: reductions leave in the order issued instead of splitting the link, so
+    # the first one a micro-batch waits for finishes first.
+    options._threads = args.gloo_threads
     dist.init_process_group("gloo", init_method=f"tcp://{args.master}:{args.port}", rank=args.rank,
-                            world_size=2)
-    times = {}
+                            world_size=2, pg_options=options)
+    if args.compute_nice:
+        # Only this (compute) thread: gloo's threads, created above, keep nice 0 and preempt it
+        # as soon as the link has room, as a NIC would progress without a core of its own.
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), args.compute_nice)
     x = torch.randn(args.seq, args.batch, args.hidden, generator=torch.Generator().manual_seed(0))
+    models = {}
     for name, split, mb, cc, overlap, communicate in MODES:
         if name not in args.modes.split(","):
             continue
-        model = DominoTransformer(TransformerConfig(
+        models[name] = DominoTransformer(TransformerConfig(
             hidden_size=args.hidden, num_attention_heads=8, num_layers=args.layers,
             split=split, micro_batches=mb, column_chunks=cc, overlap=overlap))
-        model._drop_communication_for_benchmark(not communicate)
-        samples = []
-        for step in range(args.steps + 3):
+        models[name]._drop_communication_for_benchmark(not communicate)
+    # Modes take turns step by step, so the machine's drift (large on a shared VM) hits all alike.
+    samples = {name: [] for name in models}
+    for step in range(args.steps + 3):
+        for name, model in models.items():
             dist.barrier()
             began = time.perf_counter()
             model(x.requires_grad_()).sum().backward()
-            elapsed = time.perf_counter() - began
             if step >= 3:  # warm-up
-                samples.append(elapsed)
+                samples[name].append(time.perf_counter() - began)
+    times = {}
+    for name in models:
         # both ranks must agree; the slower rank's time is the step time
-        t = torch.tensor([statistics.median(samples), min(samples)], dtype=torch.float64)
+        t = torch.tensor([statistics.median(samples[name]), min(samples[name])], dtype=torch.float64)
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
         times[name] = {"median_ms": t[0].item() * 1e3 / args.layers, "min_ms": t[1].item() * 1e3 / args.layers}
     dist.destroy_process_group()
@@ -146,6 +167,9 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--mbit", type=float, default=0, help="link rate; 0 calibrates")
+    parser.add_argument("--gloo-threads", type=int, default=1)
+    parser.add_argument("--compute-nice", type=int, default=0,
+                        help="nice value of each rank's compute thread (communication threads stay at 0)")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "overlap"))
     args = parser.parse_args()
     if args.worker:
@@ -175,7 +199,8 @@ def main() -> None:
     rows = []
     for name, *_ in MODES:
         t = results[name]["median_ms"]
-        hidden = (naive - t) / (naive - bound) if name.startswith("domino") and naive > bound else None
+        communicating = name.startswith("domino") and not name.endswith("no-comm")
+        hidden = (naive - t) / (naive - bound) if communicating and naive > bound else None
         rows.append({
             "mode": name, "median_ms_per_layer": round(t, 2), "min_ms_per_layer": round(results[name]["min_ms"], 2),
             "vs_bound": round(t / bound, 3), "speedup_vs_naive": round(naive / t, 3),
