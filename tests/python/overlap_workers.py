@@ -179,3 +179,24 @@ def rejects(rank: int, world: int) -> dict:
     catch("split", lambda: ov.TransformerConfig(**{**base, "split": "diagonal"}).validate(world))
     catch("unsharded", lambda: model.load_unsharded({}))
     return messages
+
+
+def backward_order(rank: int, world: int, micro_batches: int) -> list:
+    """The order in which autograd runs the column-parallel backward nodes and the nodes that
+    wait for their input-gradient reductions."""
+    model = ov.DominoTransformer(ov.TransformerConfig(
+        hidden_size=48, num_attention_heads=8, num_layers=1, split="row",
+        micro_batches=micro_batches))
+    out = model(_input({"hidden_size": 48}).requires_grad_())
+    order, seen, stack = [], set(), [out.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        for kind in ("ColumnParallelLinearFunction", "WaitForInputGradient"):
+            if kind in node.name():
+                node.register_prehook(lambda grads, kind=kind: order.append(kind))
+        stack.extend(next_node for next_node, _ in node.next_functions)
+    out.sum().backward()
+    return order

@@ -92,3 +92,12 @@ def test_unshardable_configs_and_bad_inputs_are_named():
         assert "[s, b, 48]" in messages["hidden"] and "last size 40" in messages["hidden"]
         assert "split='diagonal'" in messages["split"] and "row, column, 2d" in messages["split"]
         assert "no tensor for parameter" in messages["unsharded"]
+
+
+def test_backward_waits_for_a_reduction_only_after_the_other_micro_batches_ran():
+    two = assert_all_ok(run_ranks(2, "overlap_workers.backward_order", 2))[0]
+    # 2 micro-batches x (qkv, fc1): the first wait comes after both micro-batches' fc1 backward
+    assert two.count("ColumnParallelLinearFunction") == two.count("WaitForInputGradient") == 4
+    assert two[:3] == ["ColumnParallelLinearFunction"] * 2 + ["WaitForInputGradient"], two
+    one = assert_all_ok(run_ranks(2, "overlap_workers.backward_order", 1))[0]
+    assert one == ["ColumnParallelLinearFunction"] * 2  # one micro-batch: waits inside, Megatron-style
