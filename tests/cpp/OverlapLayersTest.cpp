@@ -1,4 +1,5 @@
-// Domino layers from C++: ranks are forked processes joined by a domino backend over a FileStore;
+// Domino layers from C++ over the whole matrix of splits, activations, norms and GQA: ranks are
+// forked processes joined by a domino backend over a FileStore;
 // each checks forward output, input gradient and every parameter gradient against the plain
 // reference run on the unsharded weights.
 #include <gtest/gtest.h>
@@ -20,40 +21,55 @@ namespace {
 using testing::State;
 
 struct Case {
-  const char* name;
+  std::string name;
   TransformerConfig config;
 };
 
-TransformerConfig base() {
-  TransformerConfig c;
-  c.hidden_size = 48;
-  c.num_attention_heads = 8;
-  c.num_layers = 2;
-  return c;
-}
-
+// Every split with 1 to 4 micro-batches or column chunks, x gelu/swiglu x layernorm/rmsnorm x
+// GQA off/on; rotary, bias and the overlap scope alternate.
 std::vector<Case> cases() {
+  struct Schedule {
+    Split split;
+    int64_t micro_batches, column_chunks;
+  };
+  const std::vector<Schedule> schedules{
+      {Split::kRow, 1, 1},    {Split::kRow, 2, 1},    {Split::kRow, 3, 1},
+      {Split::kRow, 4, 1},    {Split::kColumn, 1, 1}, {Split::kColumn, 1, 2},
+      {Split::kColumn, 1, 3}, {Split::kColumn, 1, 4}, {Split::k2d, 2, 2},
+      {Split::k2d, 3, 3},     {Split::k2d, 4, 2},     {Split::k2d, 1, 4}};
+  const char* split_names[] = {"row", "column", "2d"};
   std::vector<Case> out;
-  auto row = base();
-  row.split = Split::kRow;
-  row.micro_batches = 3;
-  row.overlap = OverlapScope::kIntra;
-  out.push_back({"row, 3 micro-batches, gelu, layernorm", row});
-  auto column = base();
-  column.split = Split::kColumn;
-  column.micro_batches = 1;
-  column.column_chunks = 4;
-  column.activation = Activation::kSwiglu;
-  column.bias = false;
-  out.push_back({"column, 4 chunks, swiglu, no bias", column});
-  auto two_d = base();
-  two_d.split = Split::k2d;
-  two_d.micro_batches = 2;
-  two_d.column_chunks = 3;
-  two_d.normalization = Normalization::kRmsNorm;
-  two_d.num_query_groups = 4;
-  two_d.rotary = true;
-  out.push_back({"2d, GQA, rotary, rmsnorm, inter-layer", two_d});
+  int index = 0;
+  for (const auto& schedule : schedules) {
+    for (auto activation : {Activation::kGelu, Activation::kSwiglu}) {
+      for (auto norm : {Normalization::kLayerNorm, Normalization::kRmsNorm}) {
+        for (bool gqa : {false, true}) {
+          TransformerConfig c;
+          c.hidden_size = 48;
+          c.num_attention_heads = 8;
+          c.num_query_groups = gqa ? 4 : 0;
+          c.num_layers = 2;
+          c.activation = activation;
+          c.normalization = norm;
+          c.split = schedule.split;
+          c.micro_batches = schedule.micro_batches;
+          c.column_chunks = schedule.column_chunks;
+          c.rotary = index % 2 == 0;
+          c.bias = index % 3 != 0;
+          c.overlap = (index / 2) % 2 == 0 ? OverlapScope::kInter : OverlapScope::kIntra;
+          std::ostringstream name;
+          name << split_names[static_cast<int>(schedule.split)] << " mb=" << c.micro_batches
+               << " cc=" << c.column_chunks
+               << (activation == Activation::kGelu ? " gelu" : " swiglu")
+               << (norm == Normalization::kLayerNorm ? " layernorm" : " rmsnorm")
+               << (gqa ? " gqa" : "") << (c.rotary ? " rope" : "") << (c.bias ? " bias" : "")
+               << (c.overlap == OverlapScope::kInter ? " inter" : " intra");
+          out.push_back({name.str(), c});
+          ++index;
+        }
+      }
+    }
+  }
   return out;
 }
 
@@ -81,15 +97,8 @@ std::string compare(torch::nn::Module& model, const State& state, const at::Tens
   return said.str();
 }
 
-std::string run_rank(int rank, int world, const std::string& store_path,
-                     const TransformerConfig& config, bool whole_stack) {
-  at::set_num_threads(1);
-  auto store = c10::make_intrusive<c10d::FileStore>(store_path, world);
-  auto options = ProcessGroupDomino::Options::create(std::chrono::seconds(30));
-  options->group_name = "overlap-test";
-  auto backend = c10::make_intrusive<ProcessGroupDomino>(store, rank, world, options);
-  auto group = TensorParallelGroup::over_backend(backend);
-
+std::string check_case(const TensorParallelGroupPtr& group, const TransformerConfig& config,
+                       bool whole_stack) {
   const State state = whole_stack
                           ? testing::random_state(config, config.num_layers, "layers.", true, 7)
                           : testing::random_state(config, 1, "", false, 7);
@@ -118,31 +127,48 @@ std::string run_rank(int rank, int world, const std::string& store_path,
     (out * probe).sum().backward();
     said = compare(*model, state, out, expected, xs.grad(), xr.grad(), leaves);
   }
+  return said;
+}
+
+// Every case on one group; "" when all match, else each failing case and what is off.
+std::string run_rank(int rank, int world, const std::string& store_path, bool whole_stack) {
+  at::set_num_threads(1);
+  auto store = c10::make_intrusive<c10d::FileStore>(store_path, world);
+  auto options = ProcessGroupDomino::Options::create(std::chrono::seconds(30));
+  options->group_name = "overlap-test";
+  auto backend = c10::make_intrusive<ProcessGroupDomino>(store, rank, world, options);
+  auto group = TensorParallelGroup::over_backend(backend);
+  std::string said;
+  for (const auto& c : cases()) {
+    const auto off = check_case(group, c.config, whole_stack);
+    if (!off.empty()) said += c.name + ": " + off + "\n";
+  }
   backend->barrier()->wait();
   return said;
 }
 
 void expect_ranks_match(int world, bool whole_stack) {
-  for (const auto& c : cases()) {
-    const auto dir = std::filesystem::temp_directory_path() /
-                     ("domino-overlap-" + std::to_string(getpid()) + "-" + std::to_string(world));
-    std::filesystem::create_directories(dir);
-    const std::string store = (dir / "store").string();
-    auto outcomes = testing::fork_ranks(
-        world, [&](int rank) { return run_rank(rank, world, store, c.config, whole_stack); },
-        std::chrono::seconds(120));
-    std::filesystem::remove_all(dir);
-    ASSERT_EQ(outcomes.size(), static_cast<size_t>(world));
-    for (int rank = 0; rank < world; ++rank) {
-      EXPECT_EQ(outcomes[rank].exit_code, 0)
-          << c.name << " rank " << rank << ": " << outcomes[rank].message;
-      EXPECT_EQ(outcomes[rank].message, "") << c.name << " rank " << rank;
-    }
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("domino-overlap-" + std::to_string(getpid()) + "-" + std::to_string(world));
+  std::filesystem::create_directories(dir);
+  const std::string store = (dir / "store").string();
+  auto outcomes = testing::fork_ranks(
+      world, [&](int rank) { return run_rank(rank, world, store, whole_stack); },
+      std::chrono::seconds(240));
+  std::filesystem::remove_all(dir);
+  ASSERT_EQ(outcomes.size(), static_cast<size_t>(world));
+  for (int rank = 0; rank < world; ++rank) {
+    EXPECT_EQ(outcomes[rank].exit_code, 0) << "rank " << rank << ": " << outcomes[rank].message;
+    EXPECT_EQ(outcomes[rank].message, "") << "rank " << rank;
   }
+  EXPECT_EQ(cases().size(), 96u);
 }
 
 TEST(OverlapLayers, LayerMatchesReferenceAtTensorParallel1) {
   expect_ranks_match(1, false);
+}
+TEST(OverlapLayers, StackMatchesReferenceAtTensorParallel1) {
+  expect_ranks_match(1, true);
 }
 TEST(OverlapLayers, LayerMatchesReferenceAtTensorParallel2) {
   expect_ranks_match(2, false);
@@ -155,7 +181,8 @@ TEST(OverlapLayers, StackMatchesReferenceAtTensorParallel4) {
 }
 
 TEST(OverlapLayers, UnshardableHeadsAreRejectedBeforeAnyWeightExists) {
-  auto config = base();
+  TransformerConfig config;
+  config.hidden_size = 48;
   config.num_attention_heads = 6;
   try {
     config.validate(4);
