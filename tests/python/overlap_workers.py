@@ -200,3 +200,25 @@ def backward_order(rank: int, world: int, micro_batches: int) -> list:
         stack.extend(next_node for next_node, _ in node.next_functions)
     out.sum().backward()
     return order
+
+
+def low_precision(rank: int, world: int, dtype: str) -> dict:
+    """params_dtype bfloat16/float16: the model runs in that dtype and stays close to the fp32
+    reference (to the dtype's precision)."""
+    cfg = dict(hidden_size=48, num_attention_heads=8, num_query_groups=4, num_layers=2,
+               activation="swiglu", normalization="rmsnorm", rotary=True, split="2d",
+               micro_batches=2, column_chunks=2, params_dtype=dtype)
+    state = ref.full_state(cfg, seed=11)
+    model = ov.DominoTransformer(ov.TransformerConfig(**cfg))
+    model.load_unsharded(state)
+    x = _input(cfg)
+    out = model(x.to(getattr(torch, dtype)).requires_grad_())
+    out.float().sum().backward()
+    expected = ref.transformer(cfg, state, x)
+    return {
+        "dtype": str(out.dtype),
+        "param_dtypes": sorted({str(p.dtype) for p in model.parameters()}),
+        "max_error": (out.float() - expected).abs().max().item(),
+        "scale": expected.abs().max().item(),
+        "grads": all(p.grad is not None and p.grad.dtype == p.dtype for p in model.parameters()),
+    }

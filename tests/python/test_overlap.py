@@ -101,3 +101,11 @@ def test_backward_waits_for_a_reduction_only_after_the_other_micro_batches_ran()
     assert two[:3] == ["ColumnParallelLinearFunction"] * 2 + ["WaitForInputGradient"], two
     one = assert_all_ok(run_ranks(2, "overlap_workers.backward_order", 1))[0]
     assert one == ["ColumnParallelLinearFunction"] * 2  # one micro-batch: waits inside, Megatron-style
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_low_precision_params_run_in_that_dtype_close_to_fp32(dtype):
+    for facts in assert_all_ok(run_ranks(2, "overlap_workers.low_precision", dtype)):
+        assert facts["dtype"] == f"torch.{dtype}" and facts["param_dtypes"] == [f"torch.{dtype}"]
+        assert facts["grads"]
+        assert facts["max_error"] <= 0.05 * max(facts["scale"], 1.0), facts
