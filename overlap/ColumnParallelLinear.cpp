@@ -2,6 +2,7 @@
 
 #include <ATen/Functions.h>
 #include <ATen/SequenceNumber.h>
+#include <ATen/autocast_mode.h>
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <numeric>
@@ -49,6 +50,21 @@ struct WaitForInputGradient : public torch::autograd::Function<WaitForInputGradi
 struct ColumnParallelLinearFunction
     : public torch::autograd::Function<ColumnParallelLinearFunction> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input, const at::Tensor& weight,
+                            const at::Tensor& bias, const TensorParallelGroupPtr& group,
+                            const c10::intrusive_ptr<DeferredReduction>& deferred) {
+    // Under autocast, compute (and save for backward) in the autocast dtype, as aten::linear would.
+    const auto device_type = input.device().type();
+    if (at::autocast::is_autocast_enabled(device_type)) {
+      const auto dtype = at::autocast::get_autocast_dtype(device_type);
+      return compute(ctx, at::autocast::cached_cast(dtype, input, device_type),
+                     at::autocast::cached_cast(dtype, weight, device_type),
+                     bias.numel() > 0 ? at::autocast::cached_cast(dtype, bias, device_type) : bias,
+                     group, deferred);
+    }
+    return compute(ctx, input, weight, bias, group, deferred);
+  }
+
+  static at::Tensor compute(AutogradContext* ctx, const at::Tensor& input, const at::Tensor& weight,
                             const at::Tensor& bias, const TensorParallelGroupPtr& group,
                             const c10::intrusive_ptr<DeferredReduction>& deferred) {
     ctx->save_for_backward({input, weight});

@@ -1,6 +1,7 @@
 #include "RotaryEmbedding.h"
 
 #include <ATen/Functions.h>
+#include <c10/core/InferenceMode.h>
 
 namespace domino::overlap {
 
@@ -9,8 +10,10 @@ at::Tensor RotaryEmbedding::apply(const at::Tensor& x) {
   at::Tensor cos, sin;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    // A cache built under inference mode cannot be saved for a later backward: rebuild it.
     if (!cos_.defined() || cos_.size(0) < seq || cos_.device() != x.device() ||
-        cos_.scalar_type() != x.scalar_type()) {
+        cos_.scalar_type() != x.scalar_type() ||
+        cos_.is_inference() != c10::InferenceMode::is_enabled()) {
       auto fp32 = at::TensorOptions().dtype(at::kFloat).device(x.device());
       auto inv_freq =
           at::pow(base_, at::arange(0, head_dim_, 2, fp32) / static_cast<double>(head_dim_))

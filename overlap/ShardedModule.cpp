@@ -63,8 +63,22 @@ at::Tensor shard_of(const torch::nn::Module& root, const std::string& name,
   const std::string leaf = dot == std::string::npos ? name : name.substr(dot + 1);
   for (const auto& item : root.named_modules()) {
     if (item.key() != owner) continue;
+    const auto* parameter = item.value()->named_parameters(/*recurse=*/false).find(leaf);
+    if (parameter == nullptr) break;
     const auto* sharded = dynamic_cast<const ShardedModule*>(item.value().get());
     const ShardLayout* layout = sharded ? sharded->layout_of(leaf) : nullptr;
+    // The unsharded shape this parameter's shard comes from.
+    auto expected = parameter->sizes().vec();
+    if (layout != nullptr && layout->dim >= 0) {
+      expected[static_cast<size_t>(layout->dim)] =
+          std::accumulate(layout->segments.begin(), layout->segments.end(), int64_t{0});
+    }
+    if (!full.sizes().equals(expected)) {
+      throw std::invalid_argument("'" + name + "': the unsharded tensor has shape " +
+                                  shape_text(full.sizes()) + ", this model's is " +
+                                  shape_text(expected) +
+                                  "; check hidden_size, heads, query groups and FFN size");
+    }
     if (layout == nullptr) return full;
     return take_shard(full, *layout, sharded->group()->rank(), sharded->group()->size());
   }
@@ -79,14 +93,11 @@ void load_unsharded(torch::nn::Module& root, const std::map<std::string, at::Ten
       throw std::invalid_argument("load_unsharded: no tensor for parameter '" + item.key() +
                                   "'; pass the unsharded state dict of the whole model");
     }
-    auto shard = shard_of(root, item.key(), found->second);
-    if (!shard.sizes().equals(item.value().sizes())) {
-      throw std::invalid_argument("load_unsharded: '" + item.key() + "' has full shape " +
-                                  shape_text(found->second.sizes()) + ", whose shard " +
-                                  shape_text(shard.sizes()) + " does not match the parameter's " +
-                                  shape_text(item.value().sizes()));
+    try {
+      item.value().copy_(shard_of(root, item.key(), found->second));
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(std::string("load_unsharded: ") + e.what());
     }
-    item.value().copy_(shard);
   }
 }
 

@@ -104,9 +104,20 @@ class _CppModule(nn.Module):
         return self._impl.forward(hidden)
 
     def train(self, mode: bool = True):
+        """Sets train/eval on the whole C++ module (its submodules here are name holders only:
+        call train/eval on this module, not on them)."""
         super().train(mode)
         self._impl.train(mode)
         return self
+
+    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
+        if assign:
+            # assign=True would put new tensors in the Python tree while C++ keeps computing
+            # with its own: refuse rather than train tensors the forward never reads.
+            raise ValueError(f"{type(self).__name__}.load_state_dict: assign=True is not supported; "
+                             "the parameters belong to the C++ module, load with assign=False "
+                             "(values are copied in place)")
+        return super().load_state_dict(state_dict, strict=strict)
 
     def shard_of(self, name: str, full: torch.Tensor) -> torch.Tensor:
         """This rank's slice of the unsharded tensor ``full`` of parameter ``name``."""
@@ -123,6 +134,10 @@ class _CppModule(nn.Module):
 
 
 class _ConfiguredModule(_CppModule):
+    """Weights and dropout streams come from ``config.seed``: two standalone layers built from
+    the same config start identical (give each its own seed, or use DominoTransformer, which
+    draws all its layers from one stream)."""
+
     _cpp = None
 
     def __init__(self, config: TransformerConfig, group: Optional[dist.ProcessGroup] = None):

@@ -222,3 +222,35 @@ def low_precision(rank: int, world: int, dtype: str) -> dict:
         "scale": expected.abs().max().item(),
         "grads": all(p.grad is not None and p.grad.dtype == p.dtype for p in model.parameters()),
     }
+
+
+def guards(rank: int, world: int) -> dict:
+    """Misuse that must fail loudly, and uses that must keep working."""
+    cfg = dict(hidden_size=48, num_attention_heads=8, num_query_groups=4, num_layers=1,
+               rotary=True, split="row", micro_batches=2)
+    model = ov.DominoTransformer(ov.TransformerConfig(**cfg))
+    facts = {}
+
+    def message(fn):
+        try:
+            fn()
+        except ValueError as e:
+            return str(e)
+        return ""
+
+    bigger = ref.full_state({**cfg, "ffn_hidden_size": 2 * 4 * 48}, seed=1)
+    facts["wrong_size_checkpoint"] = message(lambda: model.load_unsharded(bigger))
+    facts["misspelled_name"] = message(
+        lambda: model.shard_of("layers.0.attention.qkv.wieght", torch.zeros(1)))
+    facts["assign"] = message(lambda: model.load_state_dict(model.state_dict(), assign=True))
+    x = _input(cfg)
+    with torch.inference_mode():
+        model(x)
+    model(x.requires_grad_()).sum().backward()  # the rotary cache built above must not break it
+    facts["trains_after_inference"] = all(p.grad is not None for p in model.parameters())
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = model(_input(cfg).requires_grad_())
+    out.float().sum().backward()
+    facts["autocast_output"] = str(out.dtype)
+    facts["autocast_grads"] = sorted({str(p.grad.dtype) for p in model.parameters()})
+    return facts

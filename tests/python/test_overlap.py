@@ -109,3 +109,16 @@ def test_low_precision_params_run_in_that_dtype_close_to_fp32(dtype):
         assert facts["dtype"] == f"torch.{dtype}" and facts["param_dtypes"] == [f"torch.{dtype}"]
         assert facts["grads"]
         assert facts["max_error"] <= 0.05 * max(facts["scale"], 1.0), facts
+
+
+def test_misuse_fails_loudly_and_autocast_and_inference_mode_work():
+    for facts in assert_all_ok(run_ranks(2, "overlap_workers.guards")):
+        assert "layers.0.mlp.fc1.weight': the unsharded tensor has shape [384, 48], this model's is [192, 48]" \
+            in facts["wrong_size_checkpoint"], facts
+        assert "no parameter named 'layers.0.attention.qkv.wieght'" in facts["misspelled_name"]
+        assert "assign=True is not supported" in facts["assign"]
+        assert facts["trains_after_inference"]
+        # autocast: backward runs (the linears compute in bf16, the final norm in fp32) and
+        # every gradient lands in the parameters' fp32
+        assert facts["autocast_output"] == "torch.float32"
+        assert facts["autocast_grads"] == ["torch.float32"]
