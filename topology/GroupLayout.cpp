@@ -34,7 +34,12 @@ std::string local_host_id(const std::string& override_id) {
   gethostname(name, sizeof name - 1);
   std::string boot_id;
   std::ifstream("/proc/sys/kernel/random/boot_id") >> boot_id;
-  return std::string(name) + (boot_id.empty() ? "" : "/" + boot_id);
+  // Network namespaces share hostname and boot id but not abstract Unix sockets, which the
+  // shared-memory handoff uses: ranks in different namespaces are on different hosts for us.
+  char net[64] = {0};
+  const ssize_t net_length = readlink("/proc/self/ns/net", net, sizeof net - 1);
+  return std::string(name) + (boot_id.empty() ? "" : "/" + boot_id) +
+         (net_length > 0 ? "/" + std::string(net, static_cast<size_t>(net_length)) : "");
 }
 
 }  // namespace domino::topology

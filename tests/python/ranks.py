@@ -40,6 +40,7 @@ def run_ranks(
     backend: str = "domino",
     group_timeout_s: float = 60,
     kill_after_s: dict[int, float] | None = None,
+    command_prefix: dict[int, list[str]] | None = None,
 ) -> list[RankResult]:
     """Runs ``workers.<function>(*args)`` on ``world`` ranks and returns each rank's result."""
     with tempfile.TemporaryDirectory(prefix="domino-ranks-") as tmp:
@@ -64,7 +65,8 @@ def run_ranks(
             )
             procs.append(
                 subprocess.Popen(
-                    [sys.executable, str(HERE / "rank_main.py"), spec],
+                    [*(command_prefix or {}).get(rank, []), sys.executable,
+                     str(HERE / "rank_main.py"), spec],
                     env=child_env,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT,

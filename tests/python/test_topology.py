@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from torch_domino import _C
 from ranks import assert_all_ok, run_ranks
@@ -38,6 +41,23 @@ def test_a_group_across_hosts_fails_clearly_until_inter_host_transport_exists(tm
         assert outcome["raised"] == "RuntimeError", outcome
         assert "spans 2 hosts" in outcome["message"]
         assert "node-0: ranks 0" in outcome["message"] and "node-1: ranks 1" in outcome["message"]
+
+
+def _can_unshare_network() -> bool:
+    return shutil.which("unshare") is not None and subprocess.run(
+        ["unshare", "--net", "true"], capture_output=True).returncode == 0
+
+
+@pytest.mark.skipif(not _can_unshare_network(), reason="cannot create a network namespace here (needs root)")
+def test_ranks_in_different_network_namespaces_are_different_hosts(tmp_path):
+    # Same hostname and boot id, but no shared abstract sockets: the group must say it spans
+    # hosts instead of trying shared memory between them.
+    init = f"file://{tmp_path}/store"
+    outcomes = assert_all_ok(run_ranks(2, "init_expecting_error", init, backend="none",
+                                       command_prefix={1: ["unshare", "--net"]}))
+    for outcome in outcomes:
+        assert outcome["raised"] == "RuntimeError", outcome
+        assert "spans 2 hosts" in outcome["message"], outcome
 
 
 def test_command_line_prints_the_host_as_text_and_json():
