@@ -33,25 +33,29 @@ at::Generator TensorParallelRng::sharded(c10::Device device) {
   return stream("sharded", device, sharded_seed_);
 }
 
-at::Tensor BatchDropout::mask(const std::string& site, const at::Tensor& like, double p,
-                              int64_t batch_dim, int64_t offset, at::Generator generator) {
+at::Tensor DropMask::apply(const at::Tensor& x) const {
+  return dropped.defined() ? x.masked_fill(dropped, 0.0) * scale : x;
+}
+
+DropMask BatchDropout::mask(const std::string& site, const at::Tensor& like, double p,
+                            int64_t batch_dim, int64_t offset, at::Generator generator) {
   if (!training_ || p <= 0.0) return {};
   auto found = masks_.find(site);
   if (found == masks_.end()) {
     auto shape = like.sizes().vec();
     shape[batch_dim] = full_batch_;
-    auto keep = at::empty(shape, like.options());
-    keep.bernoulli_(1.0 - p, generator);  // the kernel locks the generator
-    keep.mul_(1.0 / (1.0 - p));
-    found = masks_.emplace(site, std::move(keep)).first;
+    // Bool, not the activation dtype: the mask is saved for backward, and a byte per element
+    // is a quarter of fp32's.
+    auto dropped = at::empty(shape, like.options().dtype(at::kBool));
+    dropped.bernoulli_(p, generator);  // the kernel locks the generator
+    found = masks_.emplace(site, std::move(dropped)).first;
   }
-  return found->second.narrow(batch_dim, offset, like.size(batch_dim));
+  return {found->second.narrow(batch_dim, offset, like.size(batch_dim)), 1.0 / (1.0 - p)};
 }
 
 at::Tensor BatchDropout::apply(const std::string& site, const at::Tensor& x, double p,
                                int64_t batch_dim, int64_t offset, at::Generator generator) {
-  auto keep = mask(site, x, p, batch_dim, offset, std::move(generator));
-  return keep.defined() ? x * keep : x;
+  return mask(site, x, p, batch_dim, offset, std::move(generator)).apply(x);
 }
 
 }  // namespace domino::overlap

@@ -31,6 +31,14 @@ class TensorParallelRng {
   std::map<std::string, at::Generator> generators_;
 };
 
+// Which elements one dropout site drops (bool, a byte per element) and how the kept ones scale.
+struct DropMask {
+  at::Tensor dropped;  // undefined: nothing is dropped
+  double scale = 1.0;
+
+  at::Tensor apply(const at::Tensor& x) const;
+};
+
 // Dropout over one forward pass whose masks do not depend on how the batch is cut into
 // micro-batches: each site draws one mask for the whole batch, and every micro-batch takes its
 // slice. So Domino with 4 micro-batches drops exactly what the unsplit model drops.
@@ -42,9 +50,9 @@ class BatchDropout {
   // lie along batch_dim.
   at::Tensor apply(const std::string& site, const at::Tensor& x, double p, int64_t batch_dim,
                    int64_t offset, at::Generator generator);
-  // The scaled keep-mask apply() multiplies by; undefined when nothing is dropped.
-  at::Tensor mask(const std::string& site, const at::Tensor& like, double p, int64_t batch_dim,
-                  int64_t offset, at::Generator generator);
+  // The mask apply() uses, for a micro-batch shaped like `like`.
+  DropMask mask(const std::string& site, const at::Tensor& like, double p, int64_t batch_dim,
+                int64_t offset, at::Generator generator);
 
  private:
   bool training_;

@@ -16,10 +16,10 @@ MicroBatch MicroBatch::ready(at::Tensor value, int64_t batch_offset) {
 at::Tensor MicroBatch::resolve() {
   if (delta.empty()) return residual;
   auto update = delta.resolve();
-  if (keep_mask.defined()) update = update * keep_mask;
+  update = dropout.apply(update);
   residual = residual + update;
   delta = PendingSum();
-  keep_mask = at::Tensor();
+  dropout = DropMask();
   return residual;
 }
 
@@ -96,8 +96,8 @@ std::vector<MicroBatch> TransformerLayerImpl::forward_micro_batches(std::vector<
                                       prefix + "attention.probs", defer);
     MicroBatch next = MicroBatch::ready(x, input.batch_offset);
     next.delta = attention->project(context, chunks);
-    next.keep_mask = dropout.mask(prefix + "attention.out", x, config_.hidden_dropout, 1,
-                                  input.batch_offset, rng_->replicated(x.device()));
+    next.dropout = dropout.mask(prefix + "attention.out", x, config_.hidden_dropout, 1,
+                                input.batch_offset, rng_->replicated(x.device()));
     attended.push_back(std::move(next));
   }
   std::vector<MicroBatch> outputs;
@@ -106,8 +106,8 @@ std::vector<MicroBatch> TransformerLayerImpl::forward_micro_batches(std::vector<
     auto activated = mlp->activated(post_attention_norm->forward(y), defer);
     MicroBatch next = MicroBatch::ready(y, input.batch_offset);
     next.delta = mlp->project(activated, chunks);
-    next.keep_mask = dropout.mask(prefix + "mlp.out", y, config_.hidden_dropout, 1,
-                                  input.batch_offset, rng_->replicated(y.device()));
+    next.dropout = dropout.mask(prefix + "mlp.out", y, config_.hidden_dropout, 1,
+                                input.batch_offset, rng_->replicated(y.device()));
     outputs.push_back(std::move(next));
   }
   if (config_.overlap == OverlapScope::kIntra) {

@@ -23,7 +23,7 @@ namespace domino::overlap {
 struct MicroBatch {
   at::Tensor residual;
   PendingSum delta;
-  at::Tensor keep_mask;  // scaled dropout mask for delta; undefined: no dropout
+  DropMask dropout;  // applied to delta once it is summed
   int64_t batch_offset = 0;
 
   static MicroBatch ready(at::Tensor value, int64_t batch_offset);
