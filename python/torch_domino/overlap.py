@@ -121,7 +121,7 @@ class _CppModule(nn.Module):
 
     def shard_of(self, name: str, full: torch.Tensor) -> torch.Tensor:
         """This rank's slice of the unsharded tensor ``full`` of parameter ``name``."""
-        return self._impl.shard_of(name, full)
+        return self._impl.shard_of(name, full.detach().cpu()).to(full.device)
 
     def load_unsharded(self, state: dict[str, torch.Tensor]) -> None:
         """Loads this rank's slices from an unsharded state dict (for example one trained at

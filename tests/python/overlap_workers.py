@@ -26,13 +26,14 @@ def _compare(model, reference_fn, state: dict, x: torch.Tensor) -> dict:
     leaves = {k: v.clone().requires_grad_() for k, v in state.items()}
     out = model(xs)
     expected = reference_fn(leaves, xr)
-    probe = torch.randn(expected.shape, generator=torch.Generator().manual_seed(3))
+    probe = torch.randn(expected.shape, generator=torch.Generator().manual_seed(3)).to(expected.device)
     (out * probe).sum().backward()
     (expected * probe).sum().backward()
     report = {"ok": True, "worst": ""}
     checks = [("output", out, expected), ("input.grad", xs.grad, xr.grad)]
     for name, param in model.named_parameters():
-        checks.append((name + ".grad", param.grad, model.shard_of(name, leaves[name].grad)))
+        want = model.shard_of(name, leaves[name].grad.cpu()).to(param.device)
+        checks.append((name + ".grad", param.grad, want))
     worst = 0.0
     for name, got, want in checks:
         if got is None or got.shape != want.shape:
@@ -254,3 +255,23 @@ def guards(rank: int, world: int) -> dict:
     facts["autocast_output"] = str(out.dtype)
     facts["autocast_grads"] = sorted({str(p.grad.dtype) for p in model.parameters()})
     return facts
+
+
+def gpu_numerics(rank: int, world: int, configs: list) -> list:
+    """transformer_numerics with the model, inputs and reference on this rank's CUDA device
+    (ranks may share one GPU: the domino backend then stages through host memory)."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    device = torch.device("cuda", rank % torch.cuda.device_count())
+    torch.cuda.set_device(device)
+    results = []
+    for cfg in configs:
+        state = ref.full_state(cfg, seed=11)
+        model = ov.DominoTransformer(ov.TransformerConfig(**cfg)).to(device)
+        model.load_unsharded(state)
+        gpu_state = {k: v.to(device) for k, v in state.items()}
+        report = _compare(model, lambda s, x: ref.transformer(cfg, s, x), gpu_state,
+                          _input(cfg).to(device))
+        report["config"] = cfg
+        results.append(report)
+    return results
