@@ -5,11 +5,13 @@
 #include <cmath>
 #include <memory>
 
+#include "HiddenStates.h"
+
 namespace domino::overlap {
 
 ParallelMLPImpl::ParallelMLPImpl(const TransformerConfig& config, TensorParallelGroupPtr group,
                                  WeightInit& init)
-    : ShardedModule(group), activation_(config.activation) {
+    : ShardedModule(group), activation_(config.activation), hidden_size_(config.hidden_size) {
   config.validate(group_->size());
   const int64_t ffn = config.ffn_size();
   std::vector<int64_t> segments{ffn};
@@ -37,6 +39,7 @@ PendingSum ParallelMLPImpl::project(const at::Tensor& activated, int64_t column_
 }
 
 at::Tensor ParallelMLPImpl::forward(const at::Tensor& hidden) {
+  check_hidden_shape(hidden, hidden_size_, *group_, "ParallelMLP");
   return project(activated(hidden), 1).resolve();
 }
 

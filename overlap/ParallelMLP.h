@@ -28,6 +28,7 @@ class ParallelMLPImpl : public ShardedModule {
 
  private:
   Activation activation_;
+  int64_t hidden_size_;
 };
 TORCH_MODULE(ParallelMLP);
 

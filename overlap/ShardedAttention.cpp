@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "HiddenStates.h"
+
 namespace domino::overlap {
 
 ShardedAttentionImpl::ShardedAttentionImpl(const TransformerConfig& config,
@@ -79,6 +81,7 @@ PendingSum ShardedAttentionImpl::project(const at::Tensor& context, int64_t colu
 }
 
 at::Tensor ShardedAttentionImpl::forward(const at::Tensor& hidden) {
+  check_hidden_shape(hidden, config_.hidden_size, *group_, "ShardedAttention");
   BatchDropout dropout(is_training(), hidden.size(1));
   return project(context(hidden, dropout, 0), 1).resolve();
 }

@@ -40,27 +40,6 @@ at::Tensor join_batch(std::vector<MicroBatch>& micro_batches) {
   return parts.size() == 1 ? parts[0] : at::cat(parts, 1);
 }
 
-void check_hidden(const at::Tensor& hidden, const TransformerConfig& config,
-                  const TensorParallelGroup& group, const char* layer) {
-  if (hidden.dim() != 3 || hidden.size(2) != config.hidden_size) {
-    throw std::invalid_argument(std::string(layer) + ": expects hidden states [s, b, " +
-                                std::to_string(config.hidden_size) +
-                                "] (sequence first, as in "
-                                "Megatron), got " +
-                                std::to_string(hidden.dim()) +
-                                " dims with last "
-                                "size " +
-                                std::to_string(hidden.dim() ? hidden.size(-1) : 0) + " on " +
-                                group.describe());
-  }
-  if (config.batch_slices() > hidden.size(1)) {
-    throw std::invalid_argument(
-        std::string(layer) + ": micro_batches=" + std::to_string(config.batch_slices()) +
-        " exceeds the batch of " + std::to_string(hidden.size(1)) + " sequences on " +
-        group.describe() + "; use at most " + std::to_string(hidden.size(1)) + " micro-batches");
-  }
-}
-
 TransformerLayerImpl::TransformerLayerImpl(const TransformerConfig& config, int64_t layer_number,
                                            TensorParallelGroupPtr group, WeightInit& init,
                                            std::shared_ptr<TensorParallelRng> rng)

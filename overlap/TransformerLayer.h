@@ -13,6 +13,7 @@
 #include <memory>
 #include <vector>
 
+#include "HiddenStates.h"
 #include "Norm.h"
 #include "ParallelMLP.h"
 #include "ShardedAttention.h"
@@ -63,9 +64,5 @@ class TransformerLayerImpl : public ShardedModule {
   std::shared_ptr<TensorParallelRng> rng_;
 };
 TORCH_MODULE(TransformerLayer);
-
-// Checks an input against the config and group, naming what is wrong.
-void check_hidden(const at::Tensor& hidden, const TransformerConfig& config,
-                  const TensorParallelGroup& group, const char* layer);
 
 }  // namespace domino::overlap

@@ -179,6 +179,8 @@ def rejects(rank: int, world: int) -> dict:
     catch("hidden", lambda: model(torch.randn(SEQ, 4, 40)))
     catch("split", lambda: ov.TransformerConfig(**{**base, "split": "diagonal"}).validate(world))
     catch("unsharded", lambda: model.load_unsharded({}))
+    catch("attention_hidden", lambda: ov.ShardedAttention(ov.TransformerConfig(**base))(torch.randn(SEQ, 4, 40)))
+    catch("mlp_hidden", lambda: ov.ParallelMLP(ov.TransformerConfig(**base))(torch.randn(SEQ, 4, 40)))
     return messages
 
 

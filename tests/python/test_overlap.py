@@ -92,6 +92,8 @@ def test_unshardable_configs_and_bad_inputs_are_named():
         assert "[s, b, 48]" in messages["hidden"] and "last size 40" in messages["hidden"]
         assert "split='diagonal'" in messages["split"] and "row, column, 2d" in messages["split"]
         assert "no tensor for parameter" in messages["unsharded"]
+        assert messages["attention_hidden"].startswith("ShardedAttention: expects hidden states [s, b, 48]")
+        assert messages["mlp_hidden"].startswith("ParallelMLP: expects hidden states [s, b, 48]")
 
 
 def test_backward_waits_for_a_reduction_only_after_the_other_micro_batches_ran():
