@@ -123,7 +123,7 @@ DeferredWaitScope::~DeferredWaitScope() {
 ColumnParallelLinearImpl::ColumnParallelLinearImpl(int64_t in_features,
                                                    std::vector<int64_t> out_segments, bool bias,
                                                    TensorParallelGroupPtr group, WeightInit& init)
-    : ShardedModule(std::move(group)), in_features_(in_features) {
+    : ShardedModule(std::move(group)) {
   const int64_t out_features =
       std::accumulate(out_segments.begin(), out_segments.end(), static_cast<int64_t>(0));
   weight = register_sharded("weight", init.normal({out_features, in_features}),

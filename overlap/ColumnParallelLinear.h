@@ -25,14 +25,11 @@ class ColumnParallelLinearImpl : public ShardedModule {
   // before a node on the input's path waits for it.
   at::Tensor forward(const at::Tensor& input, bool defer_input_gradient = false);
 
-  int64_t in_features() const { return in_features_; }
+  int64_t in_features() const { return weight.size(1); }
   int64_t local_out_features() const { return weight.size(0); }
 
   at::Tensor weight;
   at::Tensor bias;
-
- private:
-  int64_t in_features_;
 };
 TORCH_MODULE(ColumnParallelLinear);
 

@@ -6,10 +6,6 @@
 
 namespace domino::overlap {
 
-PendingSum::PendingSum(at::Tensor ready) : resolved_(std::move(ready)) {
-  chunks_.push_back(resolved_);
-}
-
 PendingSum::PendingSum(std::vector<at::Tensor> chunks,
                        std::vector<c10::intrusive_ptr<c10d::Work>> works, at::Tensor bias)
     : chunks_(std::move(chunks)), works_(std::move(works)), bias_(std::move(bias)) {}

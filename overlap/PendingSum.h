@@ -13,7 +13,6 @@ namespace domino::overlap {
 class PendingSum {
  public:
   PendingSum() = default;
-  explicit PendingSum(at::Tensor ready);
   PendingSum(std::vector<at::Tensor> chunks, std::vector<c10::intrusive_ptr<c10d::Work>> works,
              at::Tensor bias);
 

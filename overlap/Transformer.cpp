@@ -9,8 +9,7 @@ TransformerImpl::TransformerImpl(const TransformerConfig& config, TensorParallel
   auto rng = std::make_shared<TensorParallelRng>(config_.seed, group_->rank());
   layers = register_module("layers", torch::nn::ModuleList());
   for (int64_t index = 0; index < config_.num_layers; ++index) {
-    layers_.push_back(TransformerLayer(config_, index, group_, init, rng));
-    layers->push_back(layers_.back());
+    layers->push_back(TransformerLayer(config_, index, group_, init, rng));
   }
   final_norm = register_module("final_norm", Norm(config_.hidden_size, config_.normalization,
                                                   config_.norm_epsilon, group_, init));
@@ -21,8 +20,9 @@ at::Tensor TransformerImpl::forward(const at::Tensor& hidden) {
   check_hidden(hidden, config_, *group_, "DominoTransformer");
   BatchDropout dropout(is_training(), hidden.size(1));
   auto micro_batches = split_batch(hidden, config_.batch_slices());
-  for (auto& layer : layers_) {
-    micro_batches = layer->forward_micro_batches(std::move(micro_batches), dropout);
+  for (const auto& layer : *layers) {
+    micro_batches =
+        layer->as<TransformerLayerImpl>()->forward_micro_batches(std::move(micro_batches), dropout);
   }
   return final_norm->forward(join_batch(micro_batches));
 }

@@ -7,7 +7,6 @@
 #include <torch/nn/pimpl.h>
 
 #include <memory>
-#include <vector>
 
 #include "TransformerLayer.h"
 
@@ -21,14 +20,12 @@ class TransformerImpl : public ShardedModule {
   at::Tensor forward(const at::Tensor& hidden);
 
   const TransformerConfig& config() const { return config_; }
-  TransformerLayer layer(size_t index) const { return layers_.at(index); }
 
   torch::nn::ModuleList layers{nullptr};
   Norm final_norm{nullptr};
 
  private:
   TransformerConfig config_;
-  std::vector<TransformerLayer> layers_;
 };
 TORCH_MODULE(Transformer);
 

@@ -22,7 +22,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -95,7 +94,7 @@ def launch(link: ShapedLink, args, mode_names: list[str]) -> dict:
         cmd = [sys.executable, __file__, "--worker", "--rank", str(rank), "--master", master,
                "--port", str(port), "--modes", ",".join(mode_names), "--steps", str(args.steps),
                "--hidden", str(args.hidden), "--seq", str(args.seq), "--batch", str(args.batch),
-               "--layers", str(args.layers), "--compute-nice", str(args.compute_nice),
+               "--layers", str(args.layers),
                "--gloo-threads", str(args.gloo_threads)]
         if link.up:
             cmd = ["ip", "netns", "exec", NAMESPACES[rank], *cmd]
@@ -121,10 +120,6 @@ def worker(args) -> None:
     options._threads = args.gloo_threads
     dist.init_process_group("gloo", init_method=f"tcp://{args.master}:{args.port}", rank=args.rank,
                             world_size=2, pg_options=options)
-    if args.compute_nice:
-        # Only this (compute) thread: gloo's threads, created above, keep nice 0 and preempt it
-        # as soon as the link has room, as a NIC would progress without a core of its own.
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), args.compute_nice)
     x = torch.randn(args.seq, args.batch, args.hidden, generator=torch.Generator().manual_seed(0))
     models = {}
     for name, split, mb, cc, overlap, communicate in MODES:
@@ -168,8 +163,6 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--mbit", type=float, default=0, help="link rate; 0 calibrates")
     parser.add_argument("--gloo-threads", type=int, default=1)
-    parser.add_argument("--compute-nice", type=int, default=0,
-                        help="nice value of each rank's compute thread (communication threads stay at 0)")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "overlap"))
     args = parser.parse_args()
     if args.worker:

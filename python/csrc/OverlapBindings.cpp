@@ -78,6 +78,15 @@ py::class_<Impl, std::shared_ptr<Impl>> bind_layer(py::module_& m, const char* n
            [](Impl& self, bool drop) { self.group()->drop_communication_for_benchmark(drop); });
 }
 
+// Layers built from a TransformerConfig (as a dict) and a group.
+template <typename Impl>
+void bind_configured(py::module_& m, const char* name) {
+  bind_layer<Impl>(m, name).def(py::init([](const py::dict& c, const py::object& g) {
+                                  return std::make_shared<Impl>(config_from(c), group_from(g));
+                                }),
+                                py::arg("config"), py::arg("group"));
+}
+
 }  // namespace
 
 void register_overlap(py::module_& m) {
@@ -92,26 +101,10 @@ void register_overlap(py::module_& m) {
       py::arg("fields"), py::arg("tensor_parallel"), py::arg("batch_size") = 0,
       "Checks a transformer shape against a tensor-parallel size; returns the FFN size used.");
 
-  bind_layer<ov::TransformerImpl>(overlap, "DominoTransformer")
-      .def(py::init([](const py::dict& c, const py::object& g) {
-             return std::make_shared<ov::TransformerImpl>(config_from(c), group_from(g));
-           }),
-           py::arg("config"), py::arg("group"));
-  bind_layer<ov::TransformerLayerImpl>(overlap, "DominoTransformerLayer")
-      .def(py::init([](const py::dict& c, const py::object& g) {
-             return std::make_shared<ov::TransformerLayerImpl>(config_from(c), group_from(g));
-           }),
-           py::arg("config"), py::arg("group"));
-  bind_layer<ov::ShardedAttentionImpl>(overlap, "ShardedAttention")
-      .def(py::init([](const py::dict& c, const py::object& g) {
-             return std::make_shared<ov::ShardedAttentionImpl>(config_from(c), group_from(g));
-           }),
-           py::arg("config"), py::arg("group"));
-  bind_layer<ov::ParallelMLPImpl>(overlap, "ParallelMLP")
-      .def(py::init([](const py::dict& c, const py::object& g) {
-             return std::make_shared<ov::ParallelMLPImpl>(config_from(c), group_from(g));
-           }),
-           py::arg("config"), py::arg("group"));
+  bind_configured<ov::TransformerImpl>(overlap, "DominoTransformer");
+  bind_configured<ov::TransformerLayerImpl>(overlap, "DominoTransformerLayer");
+  bind_configured<ov::ShardedAttentionImpl>(overlap, "ShardedAttention");
+  bind_configured<ov::ParallelMLPImpl>(overlap, "ParallelMLP");
   bind_layer<ov::ColumnParallelLinearImpl>(overlap, "ColumnParallelLinear")
       .def(py::init([](int64_t in_features, std::vector<int64_t> segments, const py::object& g,
                        bool bias, uint64_t seed, double init_std, const std::string& dtype) {
