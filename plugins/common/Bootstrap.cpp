@@ -11,8 +11,9 @@ void Bootstrap::set(const std::string& key, const std::string& value) const {
   }
 }
 
-std::string Bootstrap::get(const std::string& key, std::chrono::milliseconds timeout) const {
-  std::string value(4096, '\0');
+std::string Bootstrap::get(const std::string& key, std::chrono::milliseconds timeout,
+                           size_t capacity) const {
+  std::string value(capacity, '\0');
   size_t size = 0;
   char err[512] = {0};
   if (table_->get(table_->context, key.c_str(), value.data(), value.size(), &size, timeout.count(),

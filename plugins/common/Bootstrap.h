@@ -14,7 +14,9 @@ class Bootstrap {
   explicit Bootstrap(const domino_bootstrap_t* table) : table_(table) {}
 
   void set(const std::string& key, const std::string& value) const;
-  std::string get(const std::string& key, std::chrono::milliseconds timeout) const;
+  // capacity: the largest value expected.
+  std::string get(const std::string& key, std::chrono::milliseconds timeout,
+                  size_t capacity = 4096) const;
 
  private:
   const domino_bootstrap_t* table_;

@@ -13,6 +13,10 @@ namespace domino {
 void reduce_buffers(void* out, const void* const* inputs, int n_inputs, size_t count,
                     domino_dtype_t dtype, domino_redop_t op);
 
+// buf[i] /= divisor, for floating dtypes (the last step of AVG in algorithms that sum in several
+// steps); other dtypes are left alone.
+void divide_buffer(void* buf, size_t count, domino_dtype_t dtype, int divisor);
+
 // Which instruction set reduce_buffers dispatched to on this CPU, for the topology report.
 const char* reduction_isa();
 

@@ -188,3 +188,27 @@ inline void reduce_dispatch(void* out, const void* const* in, int n, size_t coun
       return;
   }
 }
+
+template <class T>
+void divide_typed(void* raw, size_t count, int divisor) {
+  using L = Lane<T>;
+  using Acc = typename L::Acc;
+  T* values = static_cast<T*>(raw);
+  const Acc scale = Acc(1) / static_cast<Acc>(divisor);
+  for (size_t i = 0; i < count; ++i) values[i] = L::store(L::load(values[i]) * scale);
+}
+
+inline void divide_dispatch(void* buf, size_t count, domino_dtype_t dtype, int divisor) {
+  switch (dtype) {
+    case DOMINO_FLOAT32:
+      return divide_typed<float>(buf, count, divisor);
+    case DOMINO_FLOAT64:
+      return divide_typed<double>(buf, count, divisor);
+    case DOMINO_FLOAT16:
+      return divide_typed<_Float16>(buf, count, divisor);
+    case DOMINO_BFLOAT16:
+      return divide_typed<BFloat16Bits>(buf, count, divisor);
+    default:
+      return;
+  }
+}

@@ -7,6 +7,7 @@
 
 #include "../common/TransportError.h"
 #include "../shm/ShmPlugin.h"
+#include "../ucx/UcxPlugin.h"
 
 namespace domino {
 
@@ -24,6 +25,7 @@ constexpr const char* kSuffix = ".so";
 
 PluginRegistry::PluginRegistry(const std::vector<std::string>& search_path) {
   add(domino_shm_plugin(), "built-in");
+  add(domino_ucx_plugin(), "built-in");
   for (const std::string& dir : search_path) {
     std::error_code ec;
     if (dir.empty() || !std::filesystem::is_directory(dir, ec)) continue;

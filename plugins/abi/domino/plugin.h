@@ -11,7 +11,7 @@
 extern "C" {
 #endif
 
-#define DOMINO_PLUGIN_ABI_VERSION 1u
+#define DOMINO_PLUGIN_ABI_VERSION 2u
 #define DOMINO_PLUGIN_INIT_SYMBOL "domino_plugin_init"
 
 typedef enum domino_dtype {
@@ -87,6 +87,10 @@ typedef struct domino_comm_config {
    * NULL. A plugin that cannot pause ignores it. */
   int (*should_pause)(void* pause_context);
   void* pause_context;
+  /* Algorithm forced for large all-reduces, by name ("ring", "recursive_doubling",
+   * "rabenseifner", "direct", "rsag"); NULL or "" leaves the choice to the plugin. A plugin that
+   * does not know the name fails comm_create with DOMINO_ERR_INVALID. (Added in ABI 2.) */
+  const char* algorithm;
 } domino_comm_config_t;
 
 typedef struct domino_comm domino_comm_t; /* opaque, owned by the plugin */

@@ -1,4 +1,5 @@
-// Forks `size` ranks that each build a ShmCommunicator over a shared temporary directory store.
+// Forks `size` ranks that each build a communicator of one transport over a shared temporary
+// directory store.
 #pragma once
 
 #include <filesystem>
@@ -7,18 +8,20 @@
 #include <vector>
 
 #include "plugins/shm/ShmCommunicator.h"
+#include "plugins/ucx/UcxCommunicator.h"
 #include "support/FileBootstrap.h"
 #include "support/ForkRanks.h"
 
 namespace domino::testing {
 
-struct ShmGroup {
+template <class Comm>
+struct ForkedGroup {
   std::string directory = make_temp_directory();
-  ~ShmGroup() { std::filesystem::remove_all(directory); }
+  ~ForkedGroup() { std::filesystem::remove_all(directory); }
 
   std::vector<RankOutcome> run(int size, int64_t timeout_ms,
-                               const std::function<std::string(int, shm::ShmCommunicator&)>& body,
-                               uint64_t workspace_bytes = 0) {
+                               const std::function<std::string(int, Comm&)>& body,
+                               uint64_t workspace_bytes = 0, const char* algorithm = nullptr) {
     return fork_ranks(size, [&](int rank) {
       FileBootstrap bootstrap(directory);
       domino_comm_config_t config{};
@@ -28,10 +31,14 @@ struct ShmGroup {
       config.timeout_ms = timeout_ms;
       config.workspace_bytes = workspace_bytes;
       config.bootstrap = bootstrap.table();
-      shm::ShmCommunicator comm(config);
+      config.algorithm = algorithm;
+      Comm comm(config);
       return body(rank, comm);
     });
   }
 };
+
+using ShmGroup = ForkedGroup<shm::ShmCommunicator>;
+using UcxGroup = ForkedGroup<ucx::UcxCommunicator>;
 
 }  // namespace domino::testing

@@ -1,0 +1,92 @@
+// The plugin ABI table for a communicator class: each entry turns the C call into a method call
+// and any TransportError into a status code and message. Built-in transports use it; an
+// external plugin may too, or write its table by hand.
+#pragma once
+
+#include "TransportError.h"
+#include "domino/plugin.h"
+
+namespace domino {
+
+// Impl is constructed from a domino_comm_config_t and has the collective methods of
+// shm::ShmCommunicator. domino_comm_t stays opaque: it is always an Impl in disguise.
+template <class Impl>
+struct PluginTable {
+  static Impl& self(domino_comm_t* c) { return *reinterpret_cast<Impl*>(c); }
+
+  static int create(const domino_comm_config_t* config, domino_comm_t** comm, char* err, size_t n) {
+    return guard_abi(err, n, [&] { *comm = reinterpret_cast<domino_comm_t*>(new Impl(*config)); });
+  }
+  static void destroy(domino_comm_t* comm) { delete reinterpret_cast<Impl*>(comm); }
+  static int allreduce(domino_comm_t* c, const domino_buffer_t* send, domino_buffer_t* recv,
+                       domino_redop_t op, char* err, size_t n) {
+    return guard_abi(err, n, [&] { self(c).allreduce(*send, *recv, op); });
+  }
+  static int barrier(domino_comm_t* c, char* err, size_t n) {
+    return guard_abi(err, n, [&] { self(c).barrier(); });
+  }
+  static int broadcast(domino_comm_t* c, domino_buffer_t* buffer, int32_t root, char* err,
+                       size_t n) {
+    return guard_abi(err, n, [&] { self(c).broadcast(*buffer, root); });
+  }
+  static int reduce(domino_comm_t* c, const domino_buffer_t* send, domino_buffer_t* recv,
+                    domino_redop_t op, int32_t root, char* err, size_t n) {
+    return guard_abi(err, n, [&] { self(c).reduce(*send, *recv, op, root); });
+  }
+  static int allgather(domino_comm_t* c, const domino_buffer_t* send, domino_buffer_t* recv,
+                       char* err, size_t n) {
+    return guard_abi(err, n, [&] { self(c).allgather(*send, *recv); });
+  }
+  static int reduce_scatter(domino_comm_t* c, const domino_buffer_t* send, domino_buffer_t* recv,
+                            domino_redop_t op, char* err, size_t n) {
+    return guard_abi(err, n, [&] { self(c).reduce_scatter(*send, *recv, op); });
+  }
+  static int gather(domino_comm_t* c, const domino_buffer_t* send, domino_buffer_t* recv,
+                    int32_t root, char* err, size_t n) {
+    return guard_abi(err, n, [&] { self(c).gather(*send, *recv, root); });
+  }
+  static int scatter(domino_comm_t* c, const domino_buffer_t* send, domino_buffer_t* recv,
+                     int32_t root, char* err, size_t n) {
+    return guard_abi(err, n, [&] { self(c).scatter(*send, *recv, root); });
+  }
+  static int alltoall(domino_comm_t* c, const domino_buffer_t* send, const uint64_t* send_counts,
+                      const uint64_t* send_offsets, domino_buffer_t* recv,
+                      const uint64_t* recv_counts, const uint64_t* recv_offsets, char* err,
+                      size_t n) {
+    return guard_abi(err, n, [&] {
+      self(c).alltoall(*send, send_counts, send_offsets, *recv, recv_counts, recv_offsets);
+    });
+  }
+  static int send(domino_comm_t* c, const domino_buffer_t* buffer, int32_t peer, int32_t tag,
+                  char* err, size_t n) {
+    return guard_abi(err, n, [&] { self(c).send(*buffer, peer, tag); });
+  }
+  static int recv(domino_comm_t* c, domino_buffer_t* buffer, int32_t peer, int32_t tag,
+                  int32_t* source, char* err, size_t n) {
+    return guard_abi(err, n, [&] {
+      const int from = self(c).recv(*buffer, peer, tag);
+      if (source != nullptr) *source = from;
+    });
+  }
+
+  static constexpr domino_plugin_v1_t table(const char* name, uint32_t devices) {
+    return {DOMINO_PLUGIN_ABI_VERSION,
+            name,
+            devices,
+            create,
+            destroy,
+            allreduce,
+            barrier,
+            broadcast,
+            reduce,
+            allgather,
+            reduce_scatter,
+            gather,
+            scatter,
+            alltoall,
+            send,
+            recv};
+  }
+};
+
+}  // namespace domino

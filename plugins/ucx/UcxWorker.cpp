@@ -1,0 +1,199 @@
+#include "UcxWorker.h"
+
+#include <time.h>
+
+#include <thread>
+
+#include "../common/TransportError.h"
+
+namespace domino::ucx {
+
+namespace {
+[[noreturn]] void fail(const char* call, ucs_status_t status) {
+  throw TransportError(DOMINO_ERR_SYSTEM,
+                       std::string("UCX ") + call + " failed: " + ucs_status_string(status) +
+                           ". Check UCX_TLS and UCX_NET_DEVICES (ucx_info -d lists what this "
+                           "host offers).");
+}
+
+void sleep_for_microseconds(long us) {
+  timespec ts{0, us * 1000};
+  nanosleep(&ts, nullptr);
+}
+}  // namespace
+
+UcxWorker& UcxWorker::instance() {
+  // Never destroyed: endpoints may still be closing when static destructors run, and UCX
+  // releases everything at process exit anyway.
+  static UcxWorker* worker = new UcxWorker();
+  return *worker;
+}
+
+UcxWorker::UcxWorker() {
+  ucp_config_t* config = nullptr;
+  ucs_status_t status = ucp_config_read(nullptr, nullptr, &config);
+  if (status != UCS_OK) fail("ucp_config_read", status);
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES;
+  params.features = UCP_FEATURE_TAG;
+  status = ucp_init(&params, config, &context_);
+  ucp_config_release(config);
+  if (status != UCS_OK) fail("ucp_init", status);
+
+  ucp_worker_params_t worker_params{};
+  worker_params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  worker_params.thread_mode = UCS_THREAD_MODE_SERIALIZED;
+  status = ucp_worker_create(context_, &worker_params, &worker_);
+  if (status != UCS_OK) fail("ucp_worker_create", status);
+
+  ucp_address_t* address = nullptr;
+  size_t length = 0;
+  status = ucp_worker_get_address(worker_, &address, &length);
+  if (status != UCS_OK) fail("ucp_worker_get_address", status);
+  address_.assign(reinterpret_cast<const char*>(address), length);
+  ucp_worker_release_address(worker_, address);
+}
+
+ucp_ep_h UcxWorker::endpoint(const std::string& peer_address, ucs_status_t* status_out) {
+  auto found = endpoints_.find(peer_address);
+  if (found != endpoints_.end()) return found->second;
+  ucp_ep_params_t params{};
+  params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+  params.address = reinterpret_cast<const ucp_address_t*>(peer_address.data());
+  // Peer mode: a dead peer fails our sends instead of leaving them pending forever.
+  params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  ucp_ep_h ep = nullptr;
+  ucs_status_t status = ucp_ep_create(worker_, &params, &ep);
+  if (status != UCS_OK) {
+    params.err_mode = UCP_ERR_HANDLING_MODE_NONE;  // transports that cannot detect peer failure
+    status = ucp_ep_create(worker_, &params, &ep);
+  }
+  *status_out = status;
+  if (status != UCS_OK) return nullptr;  // the peer is likely gone: the caller names it
+  endpoints_.emplace(peer_address, ep);
+  return ep;
+}
+
+void UcxWorker::drop_endpoint(const std::string& peer_address) {
+  auto found = endpoints_.find(peer_address);
+  if (found == endpoints_.end()) return;
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  param.flags = UCP_EP_CLOSE_FLAG_FORCE;  // cancels what is still queued on it
+  void* request = ucp_ep_close_nbx(found->second, &param);
+  if (UCS_PTR_IS_PTR(request)) {
+    while (ucp_request_check_status(request) == UCS_INPROGRESS) ucp_worker_progress(worker_);
+    ucp_request_free(request);
+  }
+  endpoints_.erase(found);
+}
+
+Transfer UcxWorker::post_send(const std::string& peer_address, int peer, ucp_tag_t tag,
+                              const void* data, size_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Transfer t;
+  t.peer = peer;
+  t.bytes = bytes;
+  t.peer_address = peer_address;
+  ucs_status_t connected = UCS_OK;
+  ucp_ep_h ep = endpoint(peer_address, &connected);
+  if (ep == nullptr) {
+    t.status = connected;
+    return t;
+  }
+  ucp_request_param_t param{};
+  void* request = ucp_tag_send_nbx(ep, data, bytes, tag, &param);
+  if (UCS_PTR_IS_ERR(request)) {
+    t.status = UCS_PTR_STATUS(request);
+  } else {
+    t.request = request;  // null: already sent
+  }
+  return t;
+}
+
+Transfer UcxWorker::post_receive(int peer, ucp_tag_t tag, ucp_tag_t mask, void* data,
+                                 size_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Transfer t;
+  t.peer = peer;
+  t.is_receive = true;
+  t.bytes = bytes;
+  t.info = std::make_shared<ucp_tag_recv_info_t>();
+  ucp_request_param_t param{};
+  // Always a request, completed through the callback: UCX 1.13 leaves recv_info unfilled when a
+  // receive completes inside the call.
+  param.op_attr_mask =
+      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+  param.cb.recv = [](void*, ucs_status_t, const ucp_tag_recv_info_t* info, void* user_data) {
+    *static_cast<ucp_tag_recv_info_t*>(user_data) = *info;
+  };
+  param.user_data = t.info.get();
+  void* request = ucp_tag_recv_nbx(worker_, data, bytes, tag, mask, &param);
+  if (UCS_PTR_IS_ERR(request)) {
+    t.status = UCS_PTR_STATUS(request);
+  } else {
+    t.request = request;
+  }
+  return t;
+}
+
+bool UcxWorker::poll(std::vector<Transfer>& transfers) {
+  while (ucp_worker_progress(worker_) != 0) {
+  }
+  bool all_done = true;
+  for (Transfer& t : transfers) {
+    if (t.request == nullptr) continue;
+    const ucs_status_t status = ucp_request_check_status(t.request);
+    if (status == UCS_INPROGRESS) {
+      all_done = false;
+      continue;
+    }
+    t.status = status;
+    if (t.is_receive && status == UCS_OK) {
+      t.sender_tag = t.info->sender_tag;
+      t.received_bytes = t.info->length;
+    }
+    ucp_request_free(t.request);
+    t.request = nullptr;
+  }
+  return all_done;
+}
+
+std::vector<size_t> UcxWorker::wait(std::vector<Transfer>& transfers,
+                                    std::chrono::steady_clock::time_point deadline) {
+  // Spin briefly (small messages complete within microseconds), then back off so that ranks
+  // sharing few cores leave them to whoever has work.
+  for (int round = 0;; ++round) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (poll(transfers)) return {};
+    }
+    if (round < 64) {
+      std::this_thread::yield();
+      continue;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    sleep_for_microseconds(round < 1024 ? 5 : 50);
+  }
+  std::vector<size_t> late;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (size_t i = 0; i < transfers.size(); ++i) {
+    Transfer& t = transfers[i];
+    if (t.request == nullptr) continue;
+    late.push_back(i);
+    if (t.is_receive) {
+      ucp_request_cancel(worker_, t.request);
+      while (ucp_request_check_status(t.request) == UCS_INPROGRESS) ucp_worker_progress(worker_);
+      ucp_request_free(t.request);
+    } else {
+      // Closing the endpoint cancels the send, so UCX stops reading the caller's buffer.
+      ucp_request_free(t.request);
+      drop_endpoint(t.peer_address);
+    }
+    t.request = nullptr;
+    t.status = UCS_ERR_TIMED_OUT;
+  }
+  return late;
+}
+
+}  // namespace domino::ucx

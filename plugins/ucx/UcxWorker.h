@@ -1,0 +1,64 @@
+// The process's one UCX context and worker (UCP tag API), shared by every communicator of every
+// group and lane: UCX wants one worker per process, and an endpoint to a peer serves every group
+// that peer is in. UCP runs in serialized mode under one mutex; waiting threads take turns
+// progressing it, so no thread of ours ever sits inside UCX for long.
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace domino::ucx {
+
+// One posted send or receive. request is null once it has completed.
+struct Transfer {
+  void* request = nullptr;
+  int peer = -1;  // communicator rank, for messages; -1 for a receive from any rank
+  bool is_receive = false;
+  size_t bytes = 0;
+  ucs_status_t status = UCS_OK;
+  ucp_tag_t sender_tag = 0;  // receives: the tag the message carried
+  size_t received_bytes = 0;
+  // Receives: filled by UCX's completion callback (it outlives any move of the Transfer).
+  std::shared_ptr<ucp_tag_recv_info_t> info;
+  std::string peer_address;  // sends: the endpoint's key, to drop it if the peer fails
+};
+
+class UcxWorker {
+ public:
+  // Starts UCX on first use (reading UCX_* variables such as UCX_TLS and UCX_NET_DEVICES).
+  // Throws TransportError with UCX's reason when it cannot.
+  static UcxWorker& instance();
+
+  const std::string& address() const { return address_; }
+
+  Transfer post_send(const std::string& peer_address, int peer, ucp_tag_t tag, const void* data,
+                     size_t bytes);
+  Transfer post_receive(int peer, ucp_tag_t tag, ucp_tag_t mask, void* data, size_t bytes);
+  // Progresses until every transfer has completed or deadline passes. Returns the indexes of
+  // those still incomplete (already cancelled, their endpoints closed); completed ones carry
+  // their status.
+  std::vector<size_t> wait(std::vector<Transfer>& transfers,
+                           std::chrono::steady_clock::time_point deadline);
+
+ private:
+  UcxWorker();
+  // Cached or new; null (with the reason in status) when the peer cannot be reached. Under mutex_.
+  ucp_ep_h endpoint(const std::string& peer_address, ucs_status_t* status);
+  void drop_endpoint(const std::string& peer_address);  // under mutex_
+  bool poll(std::vector<Transfer>& transfers);          // under mutex_; true when all done
+
+  std::mutex mutex_;
+  ucp_context_h context_ = nullptr;
+  ucp_worker_h worker_ = nullptr;
+  std::string address_;
+  std::map<std::string, ucp_ep_h> endpoints_;
+};
+
+}  // namespace domino::ucx

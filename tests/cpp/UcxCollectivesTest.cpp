@@ -1,0 +1,163 @@
+// The UCX transport's collectives and point-to-point messages against values computed locally,
+// for every all-reduce algorithm at world sizes including non-powers of two; faults: a rank that
+// never arrives, ranks that disagree on the size.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "plugins/common/TransportError.h"
+#include "support/CollectiveChecks.h"
+#include "support/ShmGroup.h"
+
+namespace domino::ucx {
+namespace {
+
+using testing::buf;
+using testing::expect_eq;
+using testing::run_all_collectives;
+using testing::v;
+
+std::string check_allreduce(int rank, int size, UcxCommunicator& comm) {
+  for (size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{5000}, size_t{100003}}) {
+    std::vector<int64_t> mine(n), want(n);
+    for (size_t i = 0; i < n; ++i) mine[i] = v(rank, i);
+    for (domino_redop_t op : {DOMINO_SUM, DOMINO_MAX, DOMINO_BXOR}) {
+      std::vector<int64_t> out(n, -1);
+      comm.allreduce(buf(mine), buf(out), op);
+      for (size_t i = 0; i < n; ++i) {
+        int64_t acc = v(0, i);
+        for (int r = 1; r < size; ++r) {
+          acc = op == DOMINO_SUM   ? acc + v(r, i)
+                : op == DOMINO_MAX ? std::max(acc, v(r, i))
+                                   : acc ^ v(r, i);
+        }
+        want[i] = acc;
+      }
+      if (auto e = expect_eq(out, want, "allreduce"); !e.empty()) return e;
+    }
+    // AVG of floats, in place; every rank must hold the same bits.
+    std::vector<float> f(n);
+    for (size_t i = 0; i < n; ++i) f[i] = 0.1f * static_cast<float>(rank + 1) + 1e-3f * (i % 31);
+    domino_buffer_t fb{f.data(), n, DOMINO_FLOAT32, -1};
+    comm.allreduce(fb, fb, DOMINO_AVG);
+    for (size_t i = 0; i < n; ++i) {
+      const double expected = 0.1 * (size + 1) / 2.0 + 1e-3 * static_cast<double>(i % 31);
+      if (std::fabs(f[i] - expected) > 1e-5) {
+        return "AVG element " + std::to_string(i) + " is " + std::to_string(f[i]) + ", expected " +
+               std::to_string(expected);
+      }
+    }
+    std::vector<float> everyone(n * static_cast<size_t>(size));
+    domino_buffer_t eb{everyone.data(), everyone.size(), DOMINO_FLOAT32, -1};
+    comm.allgather(fb, eb);
+    for (int r = 0; r < size; ++r) {
+      if (n > 0 && std::memcmp(everyone.data() + static_cast<size_t>(r) * n, f.data(),
+                               n * sizeof(float)) != 0) {
+        return "rank " + std::to_string(r) + " holds different bits of the AVG result";
+      }
+    }
+  }
+  return "";
+}
+
+using Case = std::tuple<int, const char*>;
+class UcxCollectives : public ::testing::TestWithParam<Case> {};
+
+TEST_P(UcxCollectives, EveryOpMatchesALocalReference) {
+  const auto [size, algorithm] = GetParam();
+  testing::UcxGroup group;
+  const auto outcomes = group.run(
+      size, 60000,
+      [&](int rank, UcxCommunicator& comm) {
+        std::string e = check_allreduce(rank, size, comm);
+        return e.empty() ? run_all_collectives(rank, size, comm) : e;
+      },
+      0, algorithm);
+  for (int r = 0; r < size; ++r) {
+    EXPECT_EQ(outcomes[r].exit_code, 0) << "rank " << r << ": " << outcomes[r].message;
+    EXPECT_EQ(outcomes[r].message, "") << "rank " << r;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldSizesAndAlgorithms, UcxCollectives,
+                         ::testing::Combine(::testing::Values(1, 2, 3, 4, 5, 7),
+                                            ::testing::Values("ring", "recursive_doubling",
+                                                              "rabenseifner")),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           return "world" + std::to_string(std::get<0>(info.param)) + "_" +
+                                  std::get<1>(info.param);
+                         });
+
+TEST(UcxCollectives, AutoPicksByMessageSizeAndWorld) {
+  EXPECT_EQ(auto_allreduce_algorithm(4096, 4, 65536), AllreduceAlgorithm::kRecursiveDoubling);
+  EXPECT_EQ(auto_allreduce_algorithm(1 << 20, 4, 65536), AllreduceAlgorithm::kRabenseifner);
+  EXPECT_EQ(auto_allreduce_algorithm(1 << 20, 6, 65536), AllreduceAlgorithm::kRing);
+  EXPECT_THROW(parse_allreduce_algorithm("bogus"), TransportError);
+}
+
+TEST(UcxPointToPoint, AnySourceReportsTheSenderAndTagsMatch) {
+  testing::UcxGroup group;
+  const auto outcomes = group.run(3, 20000, [](int rank, UcxCommunicator& comm) -> std::string {
+    std::vector<int64_t> one(1000);
+    if (rank != 0) {
+      for (size_t i = 0; i < one.size(); ++i) one[i] = v(rank, i);
+      comm.send(buf(one), 0, rank == 1 ? 5 : 9);
+      return "";
+    }
+    std::vector<int64_t> got(1000);
+    const int first = comm.recv(buf(got), -1, 5);
+    if (first != 1 || got[3] != v(1, 3)) return "tag 5 came from " + std::to_string(first);
+    const int second = comm.recv(buf(got), 2, 9);
+    if (second != 2 || got[999] != v(2, 999)) return "tag 9 wrong";
+    return "";
+  });
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(outcomes[r].message, "") << "rank " << r;
+}
+
+TEST(UcxFaults, ARankThatNeverArrivesIsNamedWithinTheTimeout) {
+  testing::UcxGroup group;
+  const auto outcomes = group.run(3, 1500, [](int rank, UcxCommunicator& comm) -> std::string {
+    if (rank == 2) return "";  // leaves without calling the collective
+    std::vector<int64_t> data(100, rank);
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      comm.allreduce(buf(data), buf(data), DOMINO_SUM);
+      return "allreduce returned without rank 2";
+    } catch (const TransportError& e) {
+      const auto took = std::chrono::steady_clock::now() - start;
+      if (e.status() != DOMINO_ERR_TIMEOUT && e.status() != DOMINO_ERR_PEER)
+        return std::string("wrong status: ") + e.what();
+      if (took > std::chrono::seconds(5)) return "took too long";
+      const std::string what = e.what();
+      if (what.find("allreduce") == std::string::npos || what.find("'unit'") == std::string::npos)
+        return "message lacks op or group: " + what;
+      return "";
+    }
+  });
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(outcomes[r].message, "") << "rank " << r;
+}
+
+TEST(UcxFaults, RanksDisagreeingOnTheSizeGetAMismatch) {
+  testing::UcxGroup group;
+  const auto outcomes = group.run(
+      2, 5000,
+      [](int rank, UcxCommunicator& comm) -> std::string {
+        std::vector<int64_t> data(rank == 0 ? 10 : 20, 1);
+        try {
+          comm.allreduce(buf(data), buf(data), DOMINO_SUM);
+          return "no error";
+        } catch (const TransportError& e) {
+          if (e.status() != DOMINO_ERR_MISMATCH) return std::string("status: ") + e.what();
+          return std::string(e.what()).find("disagree") != std::string::npos ? "" : e.what();
+        }
+      },
+      0, "recursive_doubling");
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(outcomes[r].message, "") << "rank " << r;
+}
+
+}  // namespace
+}  // namespace domino::ucx
