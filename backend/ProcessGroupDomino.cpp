@@ -10,6 +10,7 @@
 #include "Work.h"
 #include "config/Log.h"
 #include "engine/ProgressLane.h"
+#include "engine/RoutedComm.h"
 #include "plugins/common/Dtype.h"
 #include "plugins/common/TransportError.h"
 #include "plugins/registry/Communicator.h"
@@ -107,16 +108,10 @@ ProcessGroupDomino::ProcessGroupDomino(const c10::intrusive_ptr<c10d::Store>& st
                     std::string("domino: init of ") + label() +
                         " failed while ranks exchanged host identities: " + e.what());
   }
-  if (!layout_.single_host()) {
-    std::string hosts;
-    for (size_t h = 0; h < layout_.hosts.size(); ++h) {
-      hosts += (h ? "; " : "") + layout_.hosts[h] + ": ranks";
-      for (int r : layout_.host_ranks[h]) hosts += " " + std::to_string(r);
-    }
-    TORCH_CHECK(false, "domino: init of ", label(), " failed: the group spans ",
-                layout_.hosts.size(), " hosts (", hosts,
-                ") and this build has no inter-host transport yet. Use one host "
-                "per group, or gloo/nccl across hosts (e.g. \"cpu:gloo,cuda:nccl\").");
+  std::string hosts;
+  for (size_t h = 0; h < layout_.hosts.size(); ++h) {
+    hosts += (h ? "; " : "") + layout_.hosts[h] + ": ranks";
+    for (int r : layout_.host_ranks[h]) hosts += " " + std::to_string(r);
   }
 
   try {
@@ -131,12 +126,17 @@ ProcessGroupDomino::ProcessGroupDomino(const c10::intrusive_ptr<c10d::Store>& st
                         "' names no loaded transport; accepted values: auto, ", known,
                         ". Fix the name or add its plugin directory to DOMINO_PLUGIN_PATH.");
     }
-    if (settings_.inter_transport != "auto") {
-      TORCH_CHECK_VALUE(registry_->find(settings_.inter_transport) != nullptr,
-                        "domino: DOMINO_INTER_TRANSPORT='", settings_.inter_transport,
-                        "' names no loaded transport; accepted values: auto, or a plugin on "
-                        "DOMINO_PLUGIN_PATH.");
+    const std::string inter =
+        settings_.inter_transport == "auto" ? std::string("ucx") : settings_.inter_transport;
+    inter_plugin_ = registry_->find(inter);
+    if (inter_plugin_ == nullptr) {
+      std::string known;
+      for (const auto& name : registry_->names()) known += (known.empty() ? "" : ", ") + name;
+      TORCH_CHECK_VALUE(false, "domino: DOMINO_INTER_TRANSPORT='", inter,
+                        "' names no loaded transport; accepted values: auto, ", known,
+                        ". Fix the name or add its plugin directory to DOMINO_PLUGIN_PATH.");
     }
+    router_ = std::make_unique<topology::Router>(agree_on_routing(hosts));
     // The normal lane's communicator also carries point-to-point traffic; make it now so that
     // set-up errors surface at init.
     communicator(static_cast<int>(Priority::kNormal));
@@ -151,8 +151,9 @@ ProcessGroupDomino::ProcessGroupDomino(const c10::intrusive_ptr<c10d::Store>& st
   send_lane_ = std::make_unique<ProgressLane>();
   recv_lane_ = std::make_unique<ProgressLane>();
   log_line(LogLevel::kInfo, rank,
-           label() + " ready: intra-host transport " + plugin_->name + ", default lane " +
-               priority_name(default_priority_));
+           label() + " ready: " + std::to_string(layout_.hosts.size()) + " host(s) (" + hosts +
+               "), intra-host transport " + plugin_->name + ", inter-host transport " +
+               inter_transport() + ", default lane " + priority_name(default_priority_));
 }
 
 ProcessGroupDomino::~ProcessGroupDomino() {
@@ -165,12 +166,67 @@ void ProcessGroupDomino::shutdown() {
   recv_lane_.reset();
   for (auto& lane : comms_) {
     lane.comm.reset();
-    lane.bootstrap.reset();
+    lane.bootstraps.clear();
   }
 }
 
 const char* ProcessGroupDomino::intra_transport() const {
   return plugin_ != nullptr ? plugin_->name : "none";
+}
+
+const char* ProcessGroupDomino::inter_transport() const {
+  return router_ && router_->uses_inter() && inter_plugin_ != nullptr ? inter_plugin_->name
+                                                                      : "none";
+}
+
+topology::Router ProcessGroupDomino::agree_on_routing(const std::string& host_list) {
+  topology::CostModel costs;
+  if (settings_.cost_intra) costs.intra = *settings_.cost_intra;
+  if (settings_.cost_inter) costs.inter = *settings_.cost_inter;
+  auto encode = [](const topology::LinkCost& c) {
+    return std::to_string(c.latency_us) + ";" + std::to_string(c.gbytes_per_s) + ";" + c.source;
+  };
+  const std::string mine = settings_.plan + ";" + settings_.inter_algorithm + ";" +
+                           encode(costs.intra) + ";" + encode(costs.inter);
+  const std::string key = "domino/routing";
+  std::string agreed = mine;
+  if (rank_ == 0) {
+    store_->set(key, std::vector<uint8_t>(mine.begin(), mine.end()));
+  } else {
+    store_->wait({key}, options_->timeout);
+    const std::vector<uint8_t> value = store_->get(key);
+    agreed.assign(value.begin(), value.end());
+    if (agreed != mine) {
+      log_line(LogLevel::kWarn, rank_,
+               label() + ": DOMINO_ALGO or DOMINO_COST_* differ from rank 0's; every rank uses " +
+                   "rank 0's (" + agreed + ") so that all plan alike");
+    }
+  }
+  std::vector<std::string> fields;
+  for (size_t start = 0;;) {
+    const size_t end = agreed.find(';', start);
+    fields.push_back(agreed.substr(start, end == std::string::npos ? end : end - start));
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  TORCH_CHECK(fields.size() == 8, "domino: init of ", label(), ": malformed routing record '",
+              agreed, "' from rank 0 (mixed torch-domino versions?)");
+  topology::RouterOptions options;
+  if (fields[0] == "flat") {
+    // One communicator over the group: the intra-host transport on one host (name another with
+    // DOMINO_INTRA_TRANSPORT), the inter-host one across hosts.
+    options.forced_plan =
+        layout_.single_host() ? topology::PlanKind::kFlatIntra : topology::PlanKind::kFlatInter;
+  } else if (fields[0] == "hierarchical") {
+    options.forced_plan = topology::PlanKind::kHierarchical;
+  } else if (fields[0] == "leader") {
+    options.forced_plan = topology::PlanKind::kLeader;
+  }
+  options.forced_inter_algorithm = fields[1];
+  costs.intra = {std::stod(fields[2]), std::stod(fields[3]), fields[4]};
+  costs.inter = {std::stod(fields[5]), std::stod(fields[6]), fields[7]};
+  log_line(LogLevel::kDebug, rank_, label() + ": host layout " + host_list);
+  return topology::Router(layout_, costs, options);
 }
 
 const topology::HostTopology& ProcessGroupDomino::host() const {
@@ -186,38 +242,54 @@ bool ProcessGroupDomino::higher_priority_pending(int lane) const {
   return false;
 }
 
-Communicator& ProcessGroupDomino::communicator(int lane) {
+RoutedComm& ProcessGroupDomino::communicator(int lane) {
   LaneComm& slot = comms_[static_cast<size_t>(lane)];
   if (slot.comm) return *slot.comm;
   const Priority priority = static_cast<Priority>(lane);
-  slot.bootstrap = std::make_unique<StoreBootstrap>(
-      store_, std::string("domino/") + priority_name(priority) + "/");
-  const std::string name =
-      group_name_ +
-      (priority == Priority::kNormal ? "" : std::string(":") + priority_name(priority));
-  domino_comm_config_t config{};
-  config.rank = rank_;
-  config.size = size_;
-  config.global_ranks = global_ranks_.data();
-  config.group_name = name.c_str();
-  config.timeout_ms = options_->timeout.count();
-  config.workspace_bytes = settings_.shm_bytes;
-  config.chunk_bytes = settings_.chunk_bytes;
-  config.small_message_bytes = settings_.algorithm == IntraAlgorithm::kDirect ? kDirectOnlyBytes
-                               : settings_.algorithm == IntraAlgorithm::kReduceScatterAllGather
-                                   ? kAlwaysChunked
-                                   : 0;
-  config.single_copy = settings_.single_copy ? 0 : -1;
-  config.bootstrap = slot.bootstrap->table();
-  if (lane > 0) {
-    config.should_pause = [](void* context) -> int {
-      auto* self = static_cast<std::pair<ProcessGroupDomino*, int>*>(context);
-      return self->first->higher_priority_pending(self->second) ? 1 : 0;
-    };
-    pause_contexts_[static_cast<size_t>(lane)] = {this, lane};
-    config.pause_context = &pause_contexts_[static_cast<size_t>(lane)];
-  }
-  slot.comm = std::make_unique<Communicator>(plugin_, config);
+  if (lane > 0) pause_contexts_[static_cast<size_t>(lane)] = {this, lane};
+  auto make = [&](const RoutedComm::Spec& spec) {
+    const std::string scope = std::string("domino/") + priority_name(priority) + "/" +
+                              (spec.name.empty() ? "" : spec.name + "/");
+    slot.bootstraps.push_back(std::make_unique<StoreBootstrap>(store_, scope));
+    const std::string name =
+        group_name_ + (spec.name.empty() ? "" : "/" + spec.name) +
+        (priority == Priority::kNormal ? "" : std::string(":") + priority_name(priority));
+    std::vector<int64_t> members;
+    int my_index = -1;
+    for (size_t i = 0; i < spec.members.size(); ++i) {
+      members.push_back(global_ranks_[static_cast<size_t>(spec.members[i])]);
+      if (spec.members[i] == rank_) my_index = static_cast<int>(i);
+    }
+    domino_comm_config_t config{};
+    config.rank = my_index;
+    config.size = static_cast<int32_t>(spec.members.size());
+    config.global_ranks = members.data();
+    config.group_name = name.c_str();
+    config.timeout_ms = options_->timeout.count();
+    config.workspace_bytes = settings_.shm_bytes;
+    config.chunk_bytes = settings_.chunk_bytes;
+    config.bootstrap = slot.bootstraps.back()->table();
+    if (spec.inter) {
+      config.small_message_bytes = router_->inter_small_message_bytes();
+      config.algorithm =
+          settings_.inter_algorithm.empty() ? nullptr : settings_.inter_algorithm.c_str();
+    } else {
+      config.small_message_bytes = settings_.algorithm == IntraAlgorithm::kDirect ? kDirectOnlyBytes
+                                   : settings_.algorithm == IntraAlgorithm::kReduceScatterAllGather
+                                       ? kAlwaysChunked
+                                       : 0;
+      config.single_copy = settings_.single_copy ? 0 : -1;
+    }
+    if (lane > 0) {
+      config.should_pause = [](void* context) -> int {
+        auto* self = static_cast<std::pair<ProcessGroupDomino*, int>*>(context);
+        return self->first->higher_priority_pending(self->second) ? 1 : 0;
+      };
+      config.pause_context = &pause_contexts_[static_cast<size_t>(lane)];
+    }
+    return std::make_unique<Communicator>(spec.inter ? inter_plugin_ : plugin_, config);
+  };
+  slot.comm = std::make_unique<RoutedComm>(*router_, rank_, make);
   return *slot.comm;
 }
 
@@ -239,7 +311,7 @@ std::array<uint64_t, 3> ProcessGroupDomino::issued_per_lane() const {
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
     const char* op, c10d::OpType type, std::vector<at::Tensor> outputs,
-    std::function<void(Work&, Communicator&)> body, bool blocking, Route route) {
+    std::function<void(Work&, RoutedComm&)> body, bool blocking, Route route) {
   const int lane_index = route == Route::kCollective
                              ? static_cast<int>(current_priority().value_or(default_priority_))
                              : static_cast<int>(Priority::kNormal);
@@ -320,7 +392,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce(std::vector<at::Ten
   auto staged = std::make_shared<StagedTensor>(tensors[0]);
   return enqueue(
       "allreduce", c10d::OpType::ALLREDUCE, tensors,
-      [staged, op](Work&, Communicator& comm) {
+      [staged, op](Work&, RoutedComm& comm) {
         domino_buffer_t buffer = staged->buffer();
         comm.allreduce(buffer, buffer, op);
         staged->publish();
@@ -338,7 +410,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce_coalesced(
   auto staged = std::make_shared<StagedList>(tensors, /*copy_in=*/true);
   return enqueue(
       "allreduce_coalesced", c10d::OpType::ALLREDUCE_COALESCED, tensors,
-      [staged, op](Work&, Communicator& comm) {
+      [staged, op](Work&, RoutedComm& comm) {
         domino_buffer_t buffer = staged->buffer();
         comm.allreduce(buffer, buffer, op);
         staged->publish();
@@ -355,7 +427,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::broadcast(std::vector<at::Ten
   const int root_rank = static_cast<int>(opts.rootRank);
   return enqueue(
       "broadcast", c10d::OpType::BROADCAST, tensors,
-      [staged, root_rank](Work&, Communicator& comm) {
+      [staged, root_rank](Work&, RoutedComm& comm) {
         domino_buffer_t buffer = staged->buffer();
         comm.broadcast(buffer, root_rank);
         staged->publish();
@@ -372,7 +444,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce(std::vector<at::Tensor
   const int root = static_cast<int>(opts.rootRank);
   return enqueue(
       "reduce", c10d::OpType::REDUCE, tensors,
-      [this, staged, op, root](Work&, Communicator& comm) {
+      [this, staged, op, root](Work&, RoutedComm& comm) {
         domino_buffer_t buffer = staged->buffer();
         comm.reduce(buffer, buffer, op, root);
         if (root == rank_) staged->publish();
@@ -392,7 +464,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather(
   auto out = std::make_shared<StagedList>(outputs[0], /*copy_in=*/false);
   return enqueue(
       "allgather", c10d::OpType::ALLGATHER, outputs[0],
-      [in, out](Work&, Communicator& comm) {
+      [in, out](Work&, RoutedComm& comm) {
         domino_buffer_t recv = out->buffer();
         comm.allgather(in->buffer(), recv);
         out->publish();
@@ -411,7 +483,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::_allgather_base(
   auto out = std::make_shared<StagedTensor>(output, /*copy_in=*/false);
   return enqueue(
       "all_gather_into_tensor", c10d::OpType::_ALLGATHER_BASE, {output},
-      [in, out](Work&, Communicator& comm) {
+      [in, out](Work&, RoutedComm& comm) {
         domino_buffer_t recv = out->buffer();
         comm.allgather(in->buffer(), recv);
         out->publish();
@@ -435,7 +507,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather_into_tensor_coalesc
   }
   return enqueue(
       "allgather_into_tensor_coalesced", c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED, outputs,
-      [pairs](Work&, Communicator& comm) {
+      [pairs](Work&, RoutedComm& comm) {
         for (const auto& [in, out] : pairs) {
           domino_buffer_t recv = out->buffer();
           comm.allgather(in->buffer(), recv);
@@ -466,7 +538,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::gather(
   std::vector<at::Tensor> held = rank_ == root ? outputs[0] : std::vector<at::Tensor>{};
   return enqueue(
       "gather", c10d::OpType::GATHER, held,
-      [in, out, root](Work&, Communicator& comm) {
+      [in, out, root](Work&, RoutedComm& comm) {
         domino_buffer_t recv =
             out ? out->buffer() : domino_buffer_t{nullptr, 0, in->buffer().dtype, -1};
         comm.gather(in->buffer(), recv, root);
@@ -495,7 +567,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::scatter(
   auto out = std::make_shared<StagedTensor>(outputs[0], /*copy_in=*/false);
   return enqueue(
       "scatter", c10d::OpType::SCATTER, outputs,
-      [in, out, root](Work&, Communicator& comm) {
+      [in, out, root](Work&, RoutedComm& comm) {
         domino_buffer_t recv = out->buffer();
         const domino_buffer_t send =
             in ? in->buffer() : domino_buffer_t{nullptr, 0, recv.dtype, -1};
@@ -518,7 +590,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter(
   auto out = std::make_shared<StagedTensor>(outputs[0], /*copy_in=*/false);
   return enqueue(
       "reduce_scatter", c10d::OpType::REDUCE_SCATTER, outputs,
-      [in, out, op](Work&, Communicator& comm) {
+      [in, out, op](Work&, RoutedComm& comm) {
         domino_buffer_t recv = out->buffer();
         comm.reduce_scatter(in->buffer(), recv, op);
         out->publish();
@@ -538,7 +610,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::_reduce_scatter_base(
   auto out = std::make_shared<StagedTensor>(output, /*copy_in=*/false);
   return enqueue(
       "reduce_scatter_tensor", c10d::OpType::_REDUCE_SCATTER_BASE, {output},
-      [in, out, op](Work&, Communicator& comm) {
+      [in, out, op](Work&, RoutedComm& comm) {
         domino_buffer_t recv = out->buffer();
         comm.reduce_scatter(in->buffer(), recv, op);
         out->publish();
@@ -564,7 +636,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter_tensor_coalesc
   }
   return enqueue(
       "reduce_scatter_tensor_coalesced", c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, outputs,
-      [pairs, op](Work&, Communicator& comm) {
+      [pairs, op](Work&, RoutedComm& comm) {
         for (const auto& [in, out] : pairs) {
           domino_buffer_t recv = out->buffer();
           comm.reduce_scatter(in->buffer(), recv, op);
@@ -584,7 +656,7 @@ struct AlltoallLayout {
       for (auto& x : *v) x *= units_per_element;
     }
   }
-  void run(Communicator& comm, const domino_buffer_t& send, domino_buffer_t& recv) const {
+  void run(RoutedComm& comm, const domino_buffer_t& send, domino_buffer_t& recv) const {
     comm.alltoall(send, send_counts.data(), send_offsets.data(), recv, recv_counts.data(),
                   recv_offsets.data());
   }
@@ -644,7 +716,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::alltoall_base(
   auto out = std::make_shared<StagedTensor>(output, /*copy_in=*/false);
   return enqueue(
       "all_to_all_single", c10d::OpType::ALLTOALL_BASE, {output},
-      [in, out, layout](Work&, Communicator& comm) {
+      [in, out, layout](Work&, RoutedComm& comm) {
         domino_buffer_t recv = out->buffer();
         layout->run(comm, in->buffer(), recv);
         out->publish();
@@ -670,7 +742,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::alltoall(std::vector<at::Tens
   auto out = std::make_shared<StagedList>(outputs, /*copy_in=*/false);
   return enqueue(
       "all_to_all", c10d::OpType::ALLTOALL, outputs,
-      [in, out, layout](Work&, Communicator& comm) {
+      [in, out, layout](Work&, RoutedComm& comm) {
         domino_buffer_t recv = out->buffer();
         layout->run(comm, in->buffer(), recv);
         out->publish();
@@ -687,7 +759,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::send(std::vector<at::Tensor>&
   auto staged = std::make_shared<StagedTensor>(tensors[0]);
   return enqueue(
       "send", c10d::OpType::SEND, tensors,
-      [staged, dst_rank, tag](Work&, Communicator& comm) {
+      [staged, dst_rank, tag](Work&, RoutedComm& comm) {
         comm.send(staged->buffer(), dst_rank, tag);
       },
       /*blocking=*/false, Route::kSend);
@@ -702,7 +774,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::recv(std::vector<at::Tensor>&
   auto staged = std::make_shared<StagedTensor>(tensors[0], /*copy_in=*/false);
   return enqueue(
       "recv", c10d::OpType::RECV, tensors,
-      [staged, src_rank, tag](Work& work, Communicator& comm) {
+      [staged, src_rank, tag](Work& work, RoutedComm& comm) {
         domino_buffer_t buffer = staged->buffer();
         work.set_source_rank(comm.recv(buffer, src_rank, tag));
         staged->publish();
@@ -718,7 +790,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::recvAnysource(std::vector<at:
   auto staged = std::make_shared<StagedTensor>(tensors[0], /*copy_in=*/false);
   return enqueue(
       "recv", c10d::OpType::RECVANYSOURCE, tensors,
-      [staged, tag](Work& work, Communicator& comm) {
+      [staged, tag](Work& work, RoutedComm& comm) {
         domino_buffer_t buffer = staged->buffer();
         work.set_source_rank(comm.recv(buffer, -1, tag));
         staged->publish();
@@ -728,7 +800,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::recvAnysource(std::vector<at:
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::barrier(const c10d::BarrierOptions& opts) {
   return enqueue(
-      "barrier", c10d::OpType::BARRIER, {}, [this](Work&, Communicator& comm) { comm.barrier(); },
+      "barrier", c10d::OpType::BARRIER, {}, [this](Work&, RoutedComm& comm) { comm.barrier(); },
       is_blocking(opts));
 }
 

@@ -18,11 +18,13 @@
 #include "domino/plugin.h"
 #include "topology/GroupLayout.h"
 #include "topology/HostTopology.h"
+#include "topology/Router.h"
 
 namespace domino {
 
 class Communicator;
 class PluginRegistry;
+class RoutedComm;
 class ProgressLane;
 class StoreBootstrap;
 class Work;
@@ -51,6 +53,10 @@ class ProcessGroupDomino : public c10d::Backend {
   const topology::GroupLayout& layout() const { return layout_; }
   const topology::HostTopology& host() const;
   const char* intra_transport() const;
+  // The transport between hosts ("none" for a one-host group that never needs it).
+  const char* inter_transport() const;
+  // How collectives are planned for this group (router inputs agreed with rank 0).
+  const topology::Router& router() const { return *router_; }
   Priority default_priority() const { return default_priority_; }
 
   c10::intrusive_ptr<c10d::Work> allreduce(
@@ -120,11 +126,13 @@ class ProcessGroupDomino : public c10d::Backend {
   // (async_op=False) waits at once, so an idle lane is not woken: the wait runs the job itself.
   c10::intrusive_ptr<c10d::Work> enqueue(const char* op, c10d::OpType type,
                                          std::vector<at::Tensor> outputs,
-                                         std::function<void(Work&, Communicator&)> body,
+                                         std::function<void(Work&, RoutedComm&)> body,
                                          bool blocking = false, Route route = Route::kCollective);
-  // The lane's communicator, created on its first collective (in that lane's thread: every rank
+  // The lane's communicators, created on its first collective (in that lane's thread: every rank
   // reaches it in the same lane order, which is the contract).
-  Communicator& communicator(int lane);
+  RoutedComm& communicator(int lane);
+  // Rank 0's plan settings and costs, which every rank adopts so that all plan alike.
+  topology::Router agree_on_routing(const std::string& host_list);
   bool higher_priority_pending(int lane) const;
 
   c10::intrusive_ptr<Options> options_;
@@ -132,6 +140,8 @@ class ProcessGroupDomino : public c10d::Backend {
   Priority default_priority_ = Priority::kNormal;
   std::unique_ptr<PluginRegistry> registry_;
   const domino_plugin_v1_t* plugin_ = nullptr;
+  const domino_plugin_v1_t* inter_plugin_ = nullptr;
+  std::unique_ptr<topology::Router> router_;
   c10::intrusive_ptr<c10d::Store> store_;
   std::vector<int64_t> global_ranks_;
   topology::GroupLayout layout_;
@@ -139,8 +149,8 @@ class ProcessGroupDomino : public c10d::Backend {
   mutable std::mutex host_mutex_;
   std::string group_name_;
   struct LaneComm {
-    std::unique_ptr<StoreBootstrap> bootstrap;
-    std::unique_ptr<Communicator> comm;
+    std::vector<std::unique_ptr<StoreBootstrap>> bootstraps;
+    std::unique_ptr<RoutedComm> comm;
   };
   std::array<LaneComm, kLanes> comms_;
   std::array<std::atomic<int>, kLanes> pending_{};

@@ -51,6 +51,44 @@ std::string transport_name(const std::string& variable, const std::string& value
   return value;
 }
 
+// DOMINO_ALGO: a comma-separated list with at most one choice per level, e.g.
+// "hierarchical,ring" or "direct".
+void parse_algorithms(const std::string& variable, const std::string& value, Settings& s) {
+  const std::string accepted =
+      "auto, or a comma-separated list of at most one plan (flat, hierarchical, leader), one "
+      "inter-host all-reduce algorithm (ring, recursive_doubling, rabenseifner) and one "
+      "shared-memory all-reduce algorithm (direct, rsag)";
+  bool plan = false, inter = false, intra = false;
+  size_t start = 0;
+  while (start <= value.size()) {
+    const size_t end = value.find(',', start);
+    std::string item = value.substr(start, end == std::string::npos ? end : end - start);
+    std::transform(item.begin(), item.end(), item.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    auto take = [&](bool& seen) {
+      if (seen) invalid(variable, value, accepted);
+      seen = true;
+    };
+    if (item == "auto" && value.find(',') == std::string::npos) {
+      // everything automatic
+    } else if (item == "flat" || item == "hierarchical" || item == "leader") {
+      take(plan);
+      s.plan = item;
+    } else if (item == "ring" || item == "recursive_doubling" || item == "rabenseifner") {
+      take(inter);
+      s.inter_algorithm = item;
+    } else if (item == "direct" || item == "rsag") {
+      take(intra);
+      s.algorithm =
+          item == "direct" ? IntraAlgorithm::kDirect : IntraAlgorithm::kReduceScatterAllGather;
+    } else {
+      invalid(variable, value, accepted);
+    }
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+}
+
 std::vector<std::string> split_path(const std::string& value) {
   std::vector<std::string> out;
   size_t start = 0;
@@ -71,7 +109,8 @@ const std::vector<std::string>& known_variables() {
                                                  "DOMINO_PRIORITY",        "DOMINO_CHUNK_BYTES",
                                                  "DOMINO_SHM_BYTES",       "DOMINO_TOPO_FILE",
                                                  "DOMINO_PLUGIN_PATH",     "DOMINO_LOG",
-                                                 "DOMINO_SINGLE_COPY"};
+                                                 "DOMINO_SINGLE_COPY",     "DOMINO_COST_INTRA",
+                                                 "DOMINO_COST_INTER"};
   return names;
 }
 
@@ -111,10 +150,14 @@ ParsedSettings parse_settings(const std::map<std::string, std::string>& env) {
       if (value.empty()) invalid(name, value, "a non-empty host name");
       s.host_id = value;
     } else if (name == "DOMINO_ALGO") {
-      s.algorithm = choose<IntraAlgorithm>(name, value,
-                                           {{"auto", IntraAlgorithm::kAuto},
-                                            {"direct", IntraAlgorithm::kDirect},
-                                            {"rsag", IntraAlgorithm::kReduceScatterAllGather}});
+      parse_algorithms(name, value, s);
+    } else if (name == "DOMINO_COST_INTRA" || name == "DOMINO_COST_INTER") {
+      try {
+        (name == "DOMINO_COST_INTRA" ? s.cost_intra : s.cost_inter) =
+            topology::parse_link_cost(name, value);
+      } catch (const std::invalid_argument& e) {
+        throw ConfigError(std::string(e.what()) + ". Fix or unset " + name + ".");
+      }
     } else if (name == "DOMINO_INTRA_TRANSPORT") {
       s.intra_transport = transport_name(name, value);
     } else if (name == "DOMINO_INTER_TRANSPORT") {

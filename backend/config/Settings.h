@@ -3,9 +3,12 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "topology/CostModel.h"
 
 namespace domino {
 
@@ -16,6 +19,10 @@ enum class IntraAlgorithm { kAuto, kDirect, kReduceScatterAllGather };
 struct Settings {
   std::string host_id;  // empty: detect
   IntraAlgorithm algorithm = IntraAlgorithm::kAuto;
+  std::string plan = "auto";    // DOMINO_ALGO: flat, hierarchical or leader forces the plan
+  std::string inter_algorithm;  // DOMINO_ALGO: ring, recursive_doubling or rabenseifner
+  std::optional<topology::LinkCost> cost_intra;  // DOMINO_COST_INTRA
+  std::optional<topology::LinkCost> cost_inter;  // DOMINO_COST_INTER
   std::string intra_transport = "auto";
   std::string inter_transport = "auto";
   Priority priority = Priority::kNormal;

@@ -47,6 +47,46 @@ py::dict host_dict(const domino::topology::HostTopology& host) {
   return out;
 }
 
+py::dict link_dict(const domino::topology::LinkCost& c) {
+  py::dict out;
+  out["latency_us"] = c.latency_us;
+  out["gbytes_per_s"] = c.gbytes_per_s;
+  out["source"] = c.source;
+  return out;
+}
+
+// The router's inputs and, for every op at each size, the plan it takes and the alternatives
+// with their predicted times.
+py::dict routing_dict(const domino::ProcessGroupDomino& pg, const std::vector<size_t>& sizes) {
+  namespace topo = domino::topology;
+  const topo::Router& router = pg.router();
+  py::dict out;
+  out["cost_model"] = py::dict(py::arg("intra") = link_dict(router.costs().intra),
+                               py::arg("inter") = link_dict(router.costs().inter));
+  out["inter_small_message_bytes"] = router.inter_small_message_bytes();
+  py::list plans;
+  for (topo::Collective op : topo::all_collectives()) {
+    for (size_t bytes : sizes) {
+      const topo::Plan chosen = router.choose(op, bytes);
+      py::dict entry;
+      entry["op"] = topo::collective_name(op);
+      entry["bytes"] = bytes;
+      entry["plan"] = topo::plan_name(chosen.kind);
+      entry["algorithm"] = chosen.inter_algorithm;
+      entry["predicted_us"] = chosen.predicted_us;
+      entry["forced"] = chosen.forced;
+      py::dict alternatives;
+      for (const topo::Plan& p : router.candidates(op, bytes)) {
+        alternatives[py::str(topo::plan_name(p.kind))] = p.predicted_us;
+      }
+      entry["alternatives_us"] = alternatives;
+      plans.append(entry);
+    }
+  }
+  out["plans"] = plans;
+  return out;
+}
+
 // Python context managers open and close these explicitly: the C++ objects are bound to the
 // thread's scope stack, so their lifetime must not depend on the garbage collector.
 class PyPriorityGuard {
@@ -117,6 +157,8 @@ PYBIND11_MODULE(_C, m) {
            py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("options", &domino::ProcessGroupDomino::getBackendOptions)
       .def_property_readonly("intra_transport", &domino::ProcessGroupDomino::intra_transport)
+      .def_property_readonly("inter_transport", &domino::ProcessGroupDomino::inter_transport)
+      .def("_routing", &routing_dict, py::arg("sizes"))
       .def_property_readonly("default_priority",
                              [](const domino::ProcessGroupDomino& pg) {
                                return std::string(domino::priority_name(pg.default_priority()));

@@ -32,8 +32,13 @@ def _domino_backend(group):
     raise ValueError("torch_domino.topology(group): the group has no domino backend for cpu or cuda")
 
 
-def topology(group=None) -> dict:
-    """This rank's view of `group` (default: the world) as a plain dict."""
+# Message sizes the routing report covers: 8 B to 64 MiB in steps of 8x.
+REPORT_SIZES = [8 * 8**k for k in range(8)] + [64 << 20]
+
+
+def topology(group=None, sizes=None) -> dict:
+    """This rank's view of `group` (default: the world) as a plain dict, with the plan the router
+    takes for each op at each of `sizes` (bytes; default 8 B to 64 MiB)."""
     group, backend = _domino_backend(group)
     host = backend._host()
     layout = backend._layout()
@@ -46,7 +51,8 @@ def topology(group=None) -> dict:
         "layout": layout,
         "host": host,
         "binding": {"cpus": my_cpus, "numa_nodes": numa, "nic": nics[0] if nics else None},
-        "transports": {"intra_host": backend.intra_transport, "inter_host": None},
+        "transports": {"intra_host": backend.intra_transport, "inter_host": backend.inter_transport},
+        "routing": backend._routing(list(sizes if sizes is not None else REPORT_SIZES)),
         "default_lane": backend.default_priority,
         "reduction_isa": _C.reduction_isa(),
     }
@@ -61,6 +67,26 @@ def _print_host(host: dict) -> None:
         print(f"  GPU {g['name']} {g['pci_busid']} on NUMA {g['numa']}, closest NIC {g.get('closest_nic', '-')}")
     for n in host["nics"]:
         print(f"  NIC {n['name']} {n['pci_busid']} on NUMA {n['numa']}")
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n // scale} {unit}"
+    return f"{n} B"
+
+
+def _print_routing(routing: dict) -> None:
+    costs = routing["cost_model"]
+    print("cost model: " + ", ".join(
+        f"{level} {c['latency_us']:.1f} us + bytes / {c['gbytes_per_s']:.2f} GB/s ({c['source']})"
+        for level, c in costs.items()))
+    print(f"inter-host all-reduce: recursive doubling up to {_size(routing['inter_small_message_bytes'])}")
+    print(f"{'op':<15}{'size':>9}  {'plan':<13}{'algorithm':<20}{'predicted':>12}  alternatives")
+    for p in routing["plans"]:
+        others = ", ".join(f"{k} {v:.0f} us" for k, v in p["alternatives_us"].items() if k != p["plan"])
+        print(f"{p['op']:<15}{_size(p['bytes']):>9}  {p['plan'] + ('*' if p['forced'] else ''):<13}"
+              f"{p['algorithm'] or '-':<20}{p['predicted_us']:>9.1f} us  {others}")
 
 
 def main(argv=None) -> int:
@@ -87,7 +113,9 @@ def main(argv=None) -> int:
         for v in views:
             print(f"  rank {v['rank']}: local rank {v['layout']['local_rank']} of {v['layout']['local_size']}, "
                   f"cpus {v['binding']['cpus']}, NUMA {v['binding']['numa_nodes']}, NIC {v['binding']['nic']}, "
-                  f"intra-host {v['transports']['intra_host']}, default lane {v['default_lane']}")
+                  f"intra-host {v['transports']['intra_host']}, inter-host {v['transports']['inter_host']}, "
+                  f"default lane {v['default_lane']}")
+        _print_routing(view["routing"])
         return 0
     host = _C.host_topology(args.topo_file)
     if args.json:

@@ -41,6 +41,7 @@ def run_ranks(
     group_timeout_s: float = 60,
     kill_after_s: dict[int, float] | None = None,
     command_prefix: dict[int, list[str]] | None = None,
+    rank_env: dict[int, dict[str, str]] | None = None,
 ) -> list[RankResult]:
     """Runs ``workers.<function>(*args)`` on ``world`` ranks and returns each rank's result."""
     with tempfile.TemporaryDirectory(prefix="domino-ranks-") as tmp:
@@ -67,7 +68,7 @@ def run_ranks(
                 subprocess.Popen(
                     [*(command_prefix or {}).get(rank, []), sys.executable,
                      str(HERE / "rank_main.py"), spec],
-                    env=child_env,
+                    env={**child_env, **(rank_env or {}).get(rank, {})},
                     stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT,
                     text=True,

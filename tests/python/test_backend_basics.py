@@ -63,11 +63,13 @@ def test_unknown_variable_is_named_in_a_warning(tmp_path):
 @pytest.mark.parametrize(
     "variable,value,accepted",
     [
-        ("DOMINO_ALGO", "fastest", "auto, direct, rsag"),
+        ("DOMINO_ALGO", "fastest", "one plan (flat, hierarchical, leader)"),
+        ("DOMINO_ALGO", "flat,leader", "at most one plan"),
+        ("DOMINO_COST_INTER", "fast", "'LATENCY_US,GBYTES_PER_S'"),
         ("DOMINO_PRIORITY", "urgent", "high, normal, low"),
         ("DOMINO_SHM_BYTES", "lots", "byte count"),
         ("DOMINO_LOG", "loud", "error, warn, info, debug"),
-        ("DOMINO_INTRA_TRANSPORT", "carrier-pigeon", "accepted values: auto, shm"),
+        ("DOMINO_INTRA_TRANSPORT", "carrier-pigeon", "accepted values: auto, shm, ucx"),
     ],
 )
 def test_invalid_value_fails_init_naming_variable_and_accepted_values(variable, value, accepted, tmp_path):

@@ -358,8 +358,17 @@ def topology_view(rank: int, world: int) -> dict:
 
 
 def hosts_apart(rank: int, world: int, init_method: str) -> dict:
+    """Two simulated hosts: the group's own view of itself, after one all-reduce across them."""
+    import torch_domino
+
     os.environ["DOMINO_HOST_ID"] = f"node-{rank % 2}"
-    return init_expecting_error(rank, world, init_method)
+    dist.init_process_group("domino", init_method=init_method, rank=rank, world_size=world)
+    t = torch.ones(5)
+    dist.all_reduce(t)
+    assert t.tolist() == [float(world)] * 5
+    view = torch_domino.topology()
+    dist.destroy_process_group()
+    return view
 
 
 def group_default_lane(rank: int, world: int, init_method: str) -> dict:
@@ -375,3 +384,30 @@ def group_default_lane(rank: int, world: int, init_method: str) -> dict:
     dist.all_reduce(t)
     dist.destroy_process_group()
     return {"lane": lane, "value": t[0].item()}
+
+
+def surface_across_hosts(rank: int, world: int, sizes: list) -> dict:
+    """Every op and dtype on a group whose ranks sit on several (simulated or real) hosts, and
+    what the group says about itself."""
+    import torch_domino
+    from surface import run_surface
+
+    failures = run_surface(rank, world, sizes=tuple(sizes))
+    view = torch_domino.topology(sizes=[16 << 20])
+    plan = next(p for p in view["routing"]["plans"] if p["op"] == "all_reduce")
+    return {"failures": failures, "hosts": [h["ranks"] for h in view["layout"]["hosts"]],
+            "inter": view["transports"]["inter_host"], "plan_16m": plan["plan"]}
+
+
+def plugin_allreduce(rank: int, world: int) -> dict:
+    """All-reduces whose inter-host step runs on whatever DOMINO_INTER_TRANSPORT names."""
+    import torch_domino
+
+    floats = torch.arange(1000, dtype=torch.float32) + rank
+    ints = torch.arange(7, dtype=torch.int64) * (rank + 1)
+    dist.all_reduce(floats)
+    dist.all_reduce(ints, op=dist.ReduceOp.MAX)
+    dist.barrier()
+    view = torch_domino.topology(sizes=[4000])
+    return {"floats": floats[:3].tolist(), "ints": ints.tolist(),
+            "inter": view["transports"]["inter_host"]}

@@ -1,0 +1,162 @@
+#include "RoutedComm.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "plugins/common/Dtype.h"
+#include "plugins/common/Reduction.h"
+
+namespace domino {
+
+using topology::Collective;
+using topology::PlanKind;
+
+RoutedComm::RoutedComm(const topology::Router& router, int rank, const Factory& make)
+    : router_(router), rank_(rank), size_(static_cast<int>(router.layout().host_of_rank.size())) {
+  const topology::GroupLayout& layout = router.layout();
+  std::vector<int> everyone(static_cast<size_t>(size_));
+  for (int r = 0; r < size_; ++r) everyone[static_cast<size_t>(r)] = r;
+  if (!router.multi_host() && !router.uses_inter()) {
+    flat_intra_ = make({"", false, everyone});
+    return;
+  }
+  flat_inter_ = make({"inter", true, everyone});
+  if (!router.multi_host()) return;
+  const int host = layout.host_of_rank[static_cast<size_t>(rank)];
+  const std::vector<int>& mine = layout.host_ranks[static_cast<size_t>(host)];
+  if (mine.size() > 1) local_ = make({"local" + std::to_string(host), false, mine});
+  if (layout.uniform) {
+    const int local_rank = layout.local_rank[static_cast<size_t>(rank)];
+    std::vector<int> rail;
+    for (const auto& ranks : layout.host_ranks)
+      rail.push_back(ranks[static_cast<size_t>(local_rank)]);
+    rail_ = make({"rail" + std::to_string(local_rank), true, rail});
+  }
+  if (mine.front() == rank) {
+    std::vector<int> leaders;
+    for (const auto& ranks : layout.host_ranks) leaders.push_back(ranks.front());
+    std::sort(leaders.begin(), leaders.end());
+    leaders_ = make({"leaders", true, leaders});
+  }
+}
+
+Communicator& RoutedComm::flat(Collective op, size_t bytes) {
+  const topology::Plan plan = router_.choose(op, bytes);
+  last_plan_ = topology::plan_name(plan.kind);
+  if (plan.kind == PlanKind::kFlatIntra && flat_intra_) return *flat_intra_;
+  return flat_inter_ ? *flat_inter_ : *flat_intra_;
+}
+
+void RoutedComm::allreduce(const domino_buffer_t& send, const domino_buffer_t& recv_buffer,
+                           domino_redop_t op) {
+  domino_buffer_t recv = recv_buffer;
+  const size_t bytes = recv.count * dtype_size(recv.dtype);
+  const topology::Plan plan = router_.choose(Collective::kAllReduce, bytes);
+  last_plan_ = topology::plan_name(plan.kind);
+  if (plan.kind != PlanKind::kHierarchical && plan.kind != PlanKind::kLeader) {
+    (flat_intra_ && plan.kind == PlanKind::kFlatIntra ? *flat_intra_ : *flat_inter_)
+        .allreduce(send, recv, op);
+    return;
+  }
+  if (send.ptr != recv.ptr && bytes > 0) std::memcpy(recv.ptr, send.ptr, bytes);
+  // AVG is a sum until the end: a mean of per-host means would weigh hosts, not ranks.
+  const domino_redop_t step_op = op == DOMINO_AVG ? DOMINO_SUM : op;
+  if (plan.kind == PlanKind::kHierarchical) {
+    allreduce_hierarchical(recv, step_op);
+  } else {
+    allreduce_leader(recv, step_op);
+  }
+  if (op == DOMINO_AVG) divide_buffer(recv.ptr, recv.count, recv.dtype, size_);
+}
+
+void RoutedComm::allreduce_hierarchical(domino_buffer_t& data, domino_redop_t op) {
+  if (!local_) {
+    rail_->allreduce(data, data, op);
+    return;
+  }
+  const size_t local_size = router_.layout().host_ranks.front().size();
+  const size_t element = dtype_size(data.dtype);
+  const size_t slice = (data.count + local_size - 1) / local_size;
+  const size_t padded = slice * local_size;
+  // Reduce-scatter needs equal slices: a message that does not divide goes through a padded
+  // copy whose tail nobody reads.
+  std::vector<char> padded_copy;
+  domino_buffer_t whole = data;
+  if (padded != data.count) {
+    padded_copy.assign(padded * element, 0);
+    if (data.count > 0) std::memcpy(padded_copy.data(), data.ptr, data.count * element);
+    whole = {padded_copy.data(), padded, data.dtype, data.device};
+  }
+  std::vector<char> part(slice * element);
+  domino_buffer_t mine{part.data(), slice, data.dtype, data.device};
+  local_->reduce_scatter(whole, mine, op);
+  rail_->allreduce(mine, mine, op);
+  local_->allgather(mine, whole);
+  if (!padded_copy.empty() && data.count > 0) {
+    std::memcpy(data.ptr, padded_copy.data(), data.count * element);
+  }
+}
+
+void RoutedComm::allreduce_leader(domino_buffer_t& data, domino_redop_t op) {
+  if (local_) local_->reduce(data, data, op, 0);
+  if (leaders_) leaders_->allreduce(data, data, op);
+  if (local_) local_->broadcast(data, 0);
+}
+
+void RoutedComm::barrier() {
+  flat(Collective::kBarrier, 0).barrier();
+}
+
+void RoutedComm::broadcast(const domino_buffer_t& buffer_in, int root) {
+  domino_buffer_t buffer = buffer_in;
+  flat(Collective::kBroadcast, buffer.count * dtype_size(buffer.dtype)).broadcast(buffer, root);
+}
+
+void RoutedComm::reduce(const domino_buffer_t& send, const domino_buffer_t& recv_buffer,
+                        domino_redop_t op, int root) {
+  domino_buffer_t recv = recv_buffer;
+  flat(Collective::kReduce, send.count * dtype_size(send.dtype)).reduce(send, recv, op, root);
+}
+
+void RoutedComm::allgather(const domino_buffer_t& send, const domino_buffer_t& recv_buffer) {
+  domino_buffer_t recv = recv_buffer;
+  flat(Collective::kAllGather, send.count * dtype_size(send.dtype)).allgather(send, recv);
+}
+
+void RoutedComm::reduce_scatter(const domino_buffer_t& send, const domino_buffer_t& recv_buffer,
+                                domino_redop_t op) {
+  domino_buffer_t recv = recv_buffer;
+  flat(Collective::kReduceScatter, recv.count * dtype_size(recv.dtype))
+      .reduce_scatter(send, recv, op);
+}
+
+void RoutedComm::gather(const domino_buffer_t& send, const domino_buffer_t& recv_buffer, int root) {
+  domino_buffer_t recv = recv_buffer;
+  flat(Collective::kGather, send.count * dtype_size(send.dtype)).gather(send, recv, root);
+}
+
+void RoutedComm::scatter(const domino_buffer_t& send, const domino_buffer_t& recv_buffer,
+                         int root) {
+  domino_buffer_t recv = recv_buffer;
+  flat(Collective::kScatter, recv.count * dtype_size(recv.dtype)).scatter(send, recv, root);
+}
+
+void RoutedComm::alltoall(const domino_buffer_t& send, const uint64_t* send_counts,
+                          const uint64_t* send_offsets, const domino_buffer_t& recv_buffer,
+                          const uint64_t* recv_counts, const uint64_t* recv_offsets) {
+  domino_buffer_t recv = recv_buffer;
+  flat(Collective::kAllToAll, send.count * dtype_size(send.dtype))
+      .alltoall(send, send_counts, send_offsets, recv, recv_counts, recv_offsets);
+}
+
+void RoutedComm::send(const domino_buffer_t& buffer_in, int peer, int tag) {
+  domino_buffer_t buffer = buffer_in;
+  (flat_inter_ ? *flat_inter_ : *flat_intra_).send(buffer, peer, tag);
+}
+
+int RoutedComm::recv(const domino_buffer_t& buffer_in, int peer, int tag) {
+  domino_buffer_t buffer = buffer_in;
+  return (flat_inter_ ? *flat_inter_ : *flat_intra_).recv(buffer, peer, tag);
+}
+
+}  // namespace domino

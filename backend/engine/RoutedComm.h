@@ -1,0 +1,71 @@
+// One lane's communication for a group, as the router plans it: a single communicator over the
+// whole group (shared memory on one host, the inter-host transport across hosts), plus, for a
+// group that spans hosts, the pieces hierarchical plans use: the ranks of this host (intra-host
+// transport), the ranks with this local rank on every host (the "rail"), and the first rank of
+// every host (the leaders). Each collective asks the router for its plan. Torch-free.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "plugins/registry/Communicator.h"
+#include "topology/Router.h"
+
+namespace domino {
+
+class RoutedComm {
+ public:
+  // A communicator to build: which transport, over which group ranks (ascending), and a name
+  // unique among the communicators of this lane (it scopes their rendezvous keys).
+  struct Spec {
+    std::string name;
+    bool inter = false;
+    std::vector<int> members;
+  };
+  using Factory = std::function<std::unique_ptr<Communicator>(const Spec&)>;
+
+  // Buffers are passed by const reference, like the plugin ABI: the struct is the caller's,
+  // the memory it points to is written.
+  // Builds every communicator this rank needs, in an order every rank shares.
+  RoutedComm(const topology::Router& router, int rank, const Factory& make);
+
+  void allreduce(const domino_buffer_t& send, const domino_buffer_t& recv_buffer,
+                 domino_redop_t op);
+  void barrier();
+  void broadcast(const domino_buffer_t& buffer_in, int root);
+  void reduce(const domino_buffer_t& send, const domino_buffer_t& recv_buffer, domino_redop_t op,
+              int root);
+  void allgather(const domino_buffer_t& send, const domino_buffer_t& recv_buffer);
+  void reduce_scatter(const domino_buffer_t& send, const domino_buffer_t& recv_buffer,
+                      domino_redop_t op);
+  void gather(const domino_buffer_t& send, const domino_buffer_t& recv_buffer, int root);
+  void scatter(const domino_buffer_t& send, const domino_buffer_t& recv_buffer, int root);
+  void alltoall(const domino_buffer_t& send, const uint64_t* send_counts,
+                const uint64_t* send_offsets, const domino_buffer_t& recv_buffer,
+                const uint64_t* recv_counts, const uint64_t* recv_offsets);
+  void send(const domino_buffer_t& buffer_in, int peer, int tag);
+  int recv(const domino_buffer_t& buffer_in, int peer, int tag);
+
+  // The plan each op took last, by name (observability; tests check routing with it).
+  const std::string& last_plan() const { return last_plan_; }
+
+ private:
+  // The whole-group communicator a flat plan of op uses.
+  Communicator& flat(topology::Collective op, size_t bytes);
+  void allreduce_hierarchical(domino_buffer_t& data, domino_redop_t op);
+  void allreduce_leader(domino_buffer_t& data, domino_redop_t op);
+
+  const topology::Router& router_;
+  int rank_;
+  int size_;
+  std::unique_ptr<Communicator> flat_intra_;
+  std::unique_ptr<Communicator> flat_inter_;
+  std::unique_ptr<Communicator> local_;    // this host's ranks, when more than one
+  std::unique_ptr<Communicator> rail_;     // uniform layouts
+  std::unique_ptr<Communicator> leaders_;  // on each host's first rank
+  std::string last_plan_;
+};
+
+}  // namespace domino

@@ -1,0 +1,114 @@
+// The router's decisions on synthetic groups: which plan each op and size gets, that forcing
+// works and never yields an infeasible plan, and that predictions follow the cost model.
+#include <gtest/gtest.h>
+
+#include "topology/Router.h"
+
+namespace domino::topology {
+namespace {
+
+GroupLayout hosts_of(std::vector<std::string> ids) {
+  return layout_from_host_ids(ids);
+}
+
+const GroupLayout kTwoByTwo = hosts_of({"a", "a", "b", "b"});
+const GroupLayout kTwoPlusOne = hosts_of({"a", "a", "b"});
+const GroupLayout kOneHost = hosts_of({"a", "a", "a", "a"});
+const GroupLayout kFourByEight = hosts_of([] {
+  std::vector<std::string> ids;
+  for (int h = 0; h < 4; ++h)
+    for (int l = 0; l < 8; ++l) ids.push_back("h" + std::to_string(h));
+  return ids;
+}());
+
+TEST(Router, OneHostAlwaysTakesSharedMemory) {
+  const Router router(kOneHost, CostModel{}, {});
+  EXPECT_FALSE(router.uses_inter());
+  for (Collective op : all_collectives()) {
+    for (size_t bytes : {size_t{8}, size_t{1} << 24}) {
+      EXPECT_EQ(router.choose(op, bytes).kind, PlanKind::kFlatIntra) << collective_name(op);
+    }
+  }
+}
+
+TEST(Router, LargeAllReduceAcrossHostsIsHierarchicalSmallIsLatencyOptimal) {
+  const Router router(kTwoByTwo, CostModel{}, {});
+  EXPECT_TRUE(router.uses_inter());
+  EXPECT_EQ(router.choose(Collective::kAllReduce, 16u << 20).kind, PlanKind::kHierarchical);
+  const Plan small = router.choose(Collective::kAllReduce, 64);
+  EXPECT_NE(small.kind, PlanKind::kFlatIntra);
+  EXPECT_EQ(small.inter_algorithm, "recursive_doubling");
+  // The split-rail plan moves 1/L of the message per rail: cheaper than the flat ring by the
+  // model at any large size.
+  const auto plans = router.candidates(Collective::kAllReduce, 16u << 20);
+  ASSERT_EQ(plans.size(), 3u);
+  EXPECT_EQ(plans.front().kind, PlanKind::kHierarchical);
+  EXPECT_LT(plans.front().predicted_us, plans.back().predicted_us);
+}
+
+TEST(Router, NonUniformLayoutsNeverGetTheSplitRailPlan) {
+  const Router router(kTwoPlusOne, CostModel{}, {});
+  for (size_t bytes : {size_t{8}, size_t{1} << 16, size_t{1} << 26}) {
+    EXPECT_NE(router.choose(Collective::kAllReduce, bytes).kind, PlanKind::kHierarchical);
+  }
+  RouterOptions forced;
+  forced.forced_plan = PlanKind::kHierarchical;
+  const Router forced_router(kTwoPlusOne, CostModel{}, forced);
+  const Plan plan = forced_router.choose(Collective::kAllReduce, 1 << 20);
+  EXPECT_NE(plan.kind, PlanKind::kHierarchical);
+  EXPECT_FALSE(plan.forced);
+}
+
+TEST(Router, OtherOpsAcrossHostsGoFlatOverTheInterHostTransport) {
+  const Router router(kFourByEight, CostModel{}, {});
+  for (Collective op : all_collectives()) {
+    if (op == Collective::kAllReduce) continue;
+    EXPECT_EQ(router.choose(op, 1 << 20).kind, PlanKind::kFlatInter) << collective_name(op);
+  }
+}
+
+TEST(Router, ForcedPlanAndAlgorithmAreHonouredWhereFeasible) {
+  RouterOptions options;
+  options.forced_plan = PlanKind::kLeader;
+  options.forced_inter_algorithm = "ring";
+  const Router router(kFourByEight, CostModel{}, options);
+  const Plan plan = router.choose(Collective::kAllReduce, 16u << 20);
+  EXPECT_EQ(plan.kind, PlanKind::kLeader);
+  EXPECT_TRUE(plan.forced);
+  EXPECT_EQ(plan.inter_algorithm, "ring");
+}
+
+TEST(Router, SlowerLinksMoveTheSmallMessageThresholdAndCosts) {
+  CostModel fast, slow;
+  fast.inter = {5.0, 10.0, "configured"};
+  slow.inter = {200.0, 0.1, "configured"};
+  const Router fast_router(kFourByEight, fast, {});
+  const Router slow_router(kFourByEight, slow, {});
+  EXPECT_GT(fast_router.inter_small_message_bytes(), 0u);
+  EXPECT_GT(slow_router.choose(Collective::kAllReduce, 1 << 20).predicted_us,
+            fast_router.choose(Collective::kAllReduce, 1 << 20).predicted_us);
+  // Recursive doubling wins below the threshold and loses above it.
+  const size_t threshold = fast_router.inter_small_message_bytes();
+  EXPECT_EQ(fast_router.choose(Collective::kAllReduce, threshold).inter_algorithm,
+            "recursive_doubling");
+  EXPECT_NE(fast_router.choose(Collective::kAllReduce, threshold * 64).inter_algorithm,
+            "recursive_doubling");
+}
+
+TEST(Router, CostStringsParseOrNameTheVariable) {
+  const LinkCost cost = parse_link_cost("DOMINO_COST_INTER", "25,1.5");
+  EXPECT_DOUBLE_EQ(cost.latency_us, 25);
+  EXPECT_DOUBLE_EQ(cost.gbytes_per_s, 1.5);
+  EXPECT_EQ(cost.source, "configured");
+  for (const char* bad : {"", "25", "a,b", "25,0", "-1,2", "1,2,3"}) {
+    try {
+      parse_link_cost("DOMINO_COST_INTER", bad);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("DOMINO_COST_INTER"), std::string::npos);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace domino::topology

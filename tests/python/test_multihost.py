@@ -1,0 +1,152 @@
+"""Groups that span hosts: simulated ones (DOMINO_HOST_ID) in every layout the router plans
+for, real ones (network namespaces joined by a veth pair, UCX over TCP between them), a host
+that dies mid-collective, and an external transport plugin carrying the inter-host traffic."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from ranks import assert_all_ok, domino_shm_segments, run_ranks
+
+ROOT = Path(__file__).resolve().parents[2]
+SIZES = [0, 1, 37, 70000]
+LAYOUTS = {
+    "2x2": ["a", "a", "b", "b"],
+    "2x3": ["a", "a", "a", "b", "b", "b"],
+    "3x2": ["a", "a", "b", "b", "c", "c"],
+    "2+1": ["a", "a", "b"],
+    "interleaved": ["a", "b", "a", "b"],
+}
+
+
+def host_env(hosts: list[str]) -> dict[int, dict[str, str]]:
+    return {rank: {"DOMINO_HOST_ID": host} for rank, host in enumerate(hosts)}
+
+
+def expected_hosts(hosts: list[str]) -> list[list[int]]:
+    order = list(dict.fromkeys(hosts))
+    return [[r for r, h in enumerate(hosts) if h == name] for name in order]
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_every_op_and_dtype_across_simulated_hosts(layout):
+    hosts = LAYOUTS[layout]
+    results = run_ranks(len(hosts), "surface_across_hosts", SIZES, rank_env=host_env(hosts),
+                        timeout=900)
+    for rank, value in enumerate(assert_all_ok(results)):
+        assert value["failures"] == [], f"rank {rank}: {value['failures'][:5]}"
+        assert value["hosts"] == expected_hosts(hosts)
+        assert value["inter"] == "ucx"
+        uniform = len({hosts.count(h) for h in hosts}) == 1
+        assert value["plan_16m"] == ("hierarchical" if uniform else "leader"), value
+
+
+@pytest.mark.parametrize("algo", ["hierarchical,ring", "leader,rabenseifner", "flat,recursive_doubling"])
+def test_forced_plans_are_right_too(algo):
+    hosts = LAYOUTS["2x2"]
+    env = {r: {**e, "DOMINO_ALGO": algo} for r, e in host_env(hosts).items()}
+    for rank, value in enumerate(assert_all_ok(run_ranks(4, "surface_across_hosts", [0, 37, 70000],
+                                                         rank_env=env, timeout=900))):
+        assert value["failures"] == [], f"rank {rank}: {value['failures'][:5]}"
+        assert value["plan_16m"] == {"hierarchical": "hierarchical", "leader": "leader",
+                                     "flat": "flat_inter"}[algo.split(",")[0]]
+
+
+def test_a_host_dying_mid_collective_is_reported_by_the_other_host():
+    # Ranks 2 and 3 (host b) are SIGKILLed while everyone streams 16 MiB all-reduces.
+    hosts = LAYOUTS["2x2"]
+    results = run_ranks(4, "killed_mid_collective", kill_after_s={2: 4.0, 3: 4.0},
+                        group_timeout_s=15, rank_env=host_env(hosts), timeout=120)
+    assert results[2].returncode == -9 and results[3].returncode == -9
+    for r in results[:2]:
+        assert r.ok, r.output[-3000:]
+        outcome = r.value
+        assert outcome["runtime"], outcome
+        assert outcome["seconds"] < 25, outcome
+        message = outcome["message"]
+        assert "allreduce" in message and any(f"global {g}" in message or f"rank(s) {g}" in message
+                                              or f"rank {g}" in message for g in (1, 2, 3)), message
+    assert not domino_shm_segments()
+
+
+def _can_make_namespaces() -> bool:
+    return (shutil.which("ip") is not None and os.geteuid() == 0
+            and subprocess.run(["ip", "netns", "add", "domino-probe"], capture_output=True).returncode == 0
+            and subprocess.run(["ip", "netns", "del", "domino-probe"], capture_output=True).returncode == 0)
+
+
+@pytest.fixture
+def two_namespaces():
+    """Two network namespaces joined by a veth pair named dveth0 on both ends (10.77.x.1/2)."""
+    if not _can_make_namespaces():
+        pytest.skip("cannot create network namespaces here (needs root and iproute2)")
+    tag = uuid.uuid4().hex[:6]
+    names = [f"dom-{tag}-a", f"dom-{tag}-b"]
+    subnet = f"10.77.{int(tag[:2], 16)}"
+
+    def ip(*args):
+        subprocess.run(["ip", *args], check=True, capture_output=True)
+
+    try:
+        for n in names:
+            ip("netns", "add", n)
+        ip("link", "add", "dveth0", "netns", names[0], "type", "veth", "peer", "name", "dveth0",
+           "netns", names[1])
+        for i, n in enumerate(names):
+            ip("-n", n, "addr", "add", f"{subnet}.{i + 1}/24", "dev", "dveth0")
+            ip("-n", n, "link", "set", "dveth0", "up")
+            ip("-n", n, "link", "set", "lo", "up")
+        yield names
+    finally:
+        for n in names:
+            subprocess.run(["ip", "netns", "del", n], capture_output=True)
+
+
+def test_every_op_between_real_network_namespaces(two_namespaces):
+    # No DOMINO_HOST_ID: each namespace is a host by its own identity. UCX between them goes
+    # over TCP on the veth link only.
+    prefix = {r: ["ip", "netns", "exec", two_namespaces[r // 2]] for r in range(4)}
+    env = {r: {"UCX_TLS": "tcp,self", "UCX_NET_DEVICES": "dveth0"} for r in range(4)}
+    results = run_ranks(4, "surface_across_hosts", [0, 37, 70000], command_prefix=prefix,
+                        rank_env=env, timeout=900)
+    for rank, value in enumerate(assert_all_ok(results)):
+        assert value["failures"] == [], f"rank {rank}: {value['failures'][:5]}"
+        assert value["hosts"] == [[0, 1], [2, 3]]
+        assert value["plan_16m"] == "hierarchical"
+    assert not domino_shm_segments()
+
+
+def test_an_external_plugin_carries_the_inter_host_traffic(tmp_path):
+    import torch_domino
+
+    include = Path(torch_domino.__file__).parent / "include"
+    build = tmp_path / "build"
+    subprocess.run(["cmake", "-S", str(ROOT / "tests" / "plugins" / "storelink"), "-B", str(build),
+                    "-G", "Ninja", f"-DDOMINO_INCLUDE_DIR={include}"], check=True, capture_output=True)
+    subprocess.run(["cmake", "--build", str(build)], check=True, capture_output=True)
+    assert (build / "libdomino-plugin-storelink.so").exists()
+    hosts = LAYOUTS["2x2"]
+    env = {r: {**e, "DOMINO_PLUGIN_PATH": str(build), "DOMINO_INTER_TRANSPORT": "storelink",
+               "DOMINO_ALGO": "hierarchical", "STORELINK_TRACE": "1"}
+           for r, e in host_env(hosts).items()}
+    results = run_ranks(4, "plugin_allreduce", rank_env=env, timeout=300)
+    for r, value in enumerate(assert_all_ok(results)):
+        assert value["inter"] == "storelink"
+        assert value["floats"] == [6.0, 10.0, 14.0]
+        assert value["ints"] == [i * 4 for i in range(7)]
+        assert "/rail" in results[r].output and "storelink allreduce on " in results[r].output, results[r].output[-2000:]
+
+
+def test_an_unknown_inter_transport_is_refused_at_init(tmp_path):
+    results = run_ranks(2, "init_expecting_error", f"file://{tmp_path}/store", backend="none",
+                        env={"DOMINO_INTER_TRANSPORT": "carrier-pigeon"})
+    for outcome in assert_all_ok(results):
+        assert "DOMINO_INTER_TRANSPORT='carrier-pigeon'" in outcome["message"], outcome
+        assert "shm" in outcome["message"] and "ucx" in outcome["message"]

@@ -1,0 +1,31 @@
+// The alpha-beta model of one transport: a message of n bytes between two ranks costs
+// latency + n / bandwidth. The router compares plans with it. Torch-free.
+#pragma once
+
+#include <string>
+
+namespace domino::topology {
+
+struct LinkCost {
+  double latency_us = 0;           // alpha
+  double gbytes_per_s = 1;         // 1 / beta
+  std::string source = "default";  // "default", "configured" or "measured", for the report
+
+  double seconds_for(double bytes) const {
+    return latency_us * 1e-6 + bytes / (gbytes_per_s * 1e9);
+  }
+};
+
+struct CostModel {
+  // Shared memory on this class of machine (bench --suite shm), and UCX over TCP between hosts
+  // on a 10 Gbit/s class link; both replaced by DOMINO_COST_INTRA / DOMINO_COST_INTER or by the
+  // probe a multi-host group runs at init.
+  LinkCost intra{1.5, 6.0, "default"};
+  LinkCost inter{30.0, 1.2, "default"};
+};
+
+// "ALPHA_US,GBYTES_PER_S" (e.g. "25,1.1") -> LinkCost marked configured. Throws
+// std::invalid_argument naming variable, the value and the expected form.
+LinkCost parse_link_cost(const std::string& variable, const std::string& value);
+
+}  // namespace domino::topology

@@ -1,0 +1,220 @@
+#include "Router.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
+namespace domino::topology {
+
+namespace {
+double log2_ceil(int n) {
+  return n <= 1 ? 0.0 : std::ceil(std::log2(static_cast<double>(n)));
+}
+}  // namespace
+
+const char* collective_name(Collective op) {
+  switch (op) {
+    case Collective::kAllReduce:
+      return "all_reduce";
+    case Collective::kBroadcast:
+      return "broadcast";
+    case Collective::kReduce:
+      return "reduce";
+    case Collective::kAllGather:
+      return "all_gather";
+    case Collective::kReduceScatter:
+      return "reduce_scatter";
+    case Collective::kGather:
+      return "gather";
+    case Collective::kScatter:
+      return "scatter";
+    case Collective::kAllToAll:
+      return "all_to_all";
+    case Collective::kBarrier:
+      return "barrier";
+  }
+  return "?";
+}
+
+const char* plan_name(PlanKind kind) {
+  switch (kind) {
+    case PlanKind::kFlatIntra:
+      return "flat_intra";
+    case PlanKind::kFlatInter:
+      return "flat_inter";
+    case PlanKind::kHierarchical:
+      return "hierarchical";
+    case PlanKind::kLeader:
+      return "leader";
+  }
+  return "?";
+}
+
+const std::vector<Collective>& all_collectives() {
+  static const std::vector<Collective> ops = {
+      Collective::kAllReduce, Collective::kBroadcast,     Collective::kReduce,
+      Collective::kAllGather, Collective::kReduceScatter, Collective::kGather,
+      Collective::kScatter,   Collective::kAllToAll,      Collective::kBarrier};
+  return ops;
+}
+
+Router::Router(GroupLayout layout, CostModel costs, RouterOptions options)
+    : layout_(std::move(layout)), costs_(std::move(costs)), options_(std::move(options)) {
+  // The largest message for which recursive doubling beats the bandwidth-optimal algorithms
+  // among the hosts, which is where the inter-host all-reduce runs.
+  const int ranks = std::max<int>(2, static_cast<int>(layout_.hosts.size()));
+  inter_small_bytes_ = 0;
+  for (size_t bytes = 256; bytes <= (size_t{1} << 30); bytes *= 2) {
+    const double n = static_cast<double>(bytes);
+    const LinkCost& c = costs_.inter;
+    const double doubling = log2_ceil(ranks) * c.seconds_for(n);
+    const int pof2 = static_cast<int>(std::bit_floor(static_cast<unsigned>(ranks)));
+    const double bandwidth = pof2 == ranks
+                                 ? 2 * log2_ceil(ranks) * c.latency_us * 1e-6 +
+                                       2.0 * (ranks - 1) / ranks * n / (c.gbytes_per_s * 1e9)
+                                 : 2.0 * (ranks - 1) * c.seconds_for(n / ranks);
+    if (doubling > bandwidth) break;
+    inter_small_bytes_ = bytes;
+  }
+}
+
+bool Router::uses_inter() const {
+  return multi_host() || options_.forced_plan == PlanKind::kFlatInter;
+}
+
+bool Router::feasible(PlanKind kind, Collective op) const {
+  switch (kind) {
+    case PlanKind::kFlatIntra:
+      return layout_.single_host();
+    case PlanKind::kFlatInter:
+      return multi_host() || options_.forced_plan == PlanKind::kFlatInter;
+    case PlanKind::kHierarchical:
+      return op == Collective::kAllReduce && multi_host() && layout_.uniform;
+    case PlanKind::kLeader:
+      return op == Collective::kAllReduce && multi_host();
+  }
+  return false;
+}
+
+double Router::inter_allreduce(int ranks, double bytes, int flows, std::string* algorithm) const {
+  if (ranks <= 1) {
+    *algorithm = "none";
+    return 0;
+  }
+  const LinkCost& c = costs_.inter;
+  const double beta = 1.0 / (c.gbytes_per_s * 1e9);
+  const double alpha = c.latency_us * 1e-6;
+  const int pof2 = static_cast<int>(std::bit_floor(static_cast<unsigned>(ranks)));
+  // Non-powers of two fold the extra ranks in and out: two more whole-message rounds.
+  const double fold = pof2 == ranks ? 0.0 : 2 * (alpha + bytes * beta * flows);
+  std::string chosen = options_.forced_inter_algorithm;
+  if (chosen.empty()) {
+    chosen = bytes <= static_cast<double>(inter_small_bytes_) ? "recursive_doubling"
+             : pof2 == ranks                                  ? "rabenseifner"
+                                                              : "ring";
+  }
+  *algorithm = chosen;
+  if (chosen == "recursive_doubling") {
+    return log2_ceil(pof2) * (alpha + bytes * beta * flows) + fold;
+  }
+  if (chosen == "rabenseifner") {
+    return 2 * log2_ceil(pof2) * alpha + 2.0 * (pof2 - 1) / pof2 * bytes * beta * flows + fold;
+  }
+  return 2.0 * (ranks - 1) * (alpha + bytes / ranks * beta * flows);
+}
+
+double Router::predict(PlanKind kind, Collective op, double n, std::string* algorithm) const {
+  const int p = static_cast<int>(layout_.host_of_rank.size());
+  const int hosts = static_cast<int>(layout_.hosts.size());
+  int local = 1;
+  for (const auto& ranks : layout_.host_ranks)
+    local = std::max(local, static_cast<int>(ranks.size()));
+  const LinkCost& s = costs_.intra;
+  const double s_alpha = s.latency_us * 1e-6, s_beta = 1.0 / (s.gbytes_per_s * 1e9);
+  auto intra_part = [&](int m, double bytes) {  // reduce-scatter or all-gather inside a host
+    return m <= 1 ? 0.0 : s_alpha + (m - 1.0) / m * bytes * s_beta;
+  };
+  algorithm->clear();
+  if (kind == PlanKind::kHierarchical) {
+    const double cross = inter_allreduce(hosts, n / local, local, algorithm);
+    return intra_part(local, n) + cross + intra_part(local, n);
+  }
+  if (kind == PlanKind::kLeader) {
+    const double cross = inter_allreduce(hosts, n, 1, algorithm);
+    const double in_host = local <= 1 ? 0.0 : s_alpha + n * s_beta;
+    return in_host + cross + in_host;
+  }
+  if (kind == PlanKind::kFlatIntra) {
+    switch (op) {
+      case Collective::kAllReduce:
+        return 2 * intra_part(p, n);
+      case Collective::kAllGather:
+      case Collective::kReduceScatter:
+        return intra_part(p, n * p);
+      case Collective::kBarrier:
+        return s_alpha;
+      default:
+        return s_alpha + n * s_beta;
+    }
+  }
+  // Flat over the inter-host transport: every rank's traffic crosses, `local` flows per link.
+  const LinkCost& c = costs_.inter;
+  const double alpha = c.latency_us * 1e-6, beta = 1.0 / (c.gbytes_per_s * 1e9);
+  switch (op) {
+    case Collective::kAllReduce:
+      return inter_allreduce(p, n, local, algorithm);
+    case Collective::kBroadcast:
+    case Collective::kReduce:
+      *algorithm = "binomial_tree";
+      return log2_ceil(p) * (alpha + n * beta);
+    case Collective::kAllGather:
+    case Collective::kReduceScatter:
+      *algorithm = "ring";
+      return (p - 1) * (alpha + n * beta);
+    case Collective::kGather:
+    case Collective::kScatter:
+      *algorithm = "direct";
+      return alpha + (p - 1) * n * beta;
+    case Collective::kAllToAll:
+      *algorithm = "direct";
+      return alpha + (p - 1.0) / p * n * beta * local;
+    case Collective::kBarrier:
+      *algorithm = "dissemination";
+      return log2_ceil(p) * alpha;
+  }
+  return 0;
+}
+
+std::vector<Plan> Router::candidates(Collective op, size_t bytes) const {
+  std::vector<Plan> plans;
+  for (PlanKind kind :
+       {PlanKind::kFlatIntra, PlanKind::kFlatInter, PlanKind::kHierarchical, PlanKind::kLeader}) {
+    if (!feasible(kind, op)) continue;
+    Plan plan;
+    plan.kind = kind;
+    plan.predicted_us = 1e6 * predict(kind, op, static_cast<double>(bytes), &plan.inter_algorithm);
+    plans.push_back(plan);
+  }
+  std::stable_sort(plans.begin(), plans.end(),
+                   [](const Plan& a, const Plan& b) { return a.predicted_us < b.predicted_us; });
+  return plans;
+}
+
+Plan Router::choose(Collective op, size_t bytes) const {
+  std::vector<Plan> plans = candidates(op, bytes);
+  if (options_.forced_plan) {
+    for (Plan& plan : plans) {
+      if (plan.kind == *options_.forced_plan) {
+        plan.forced = true;
+        return plan;
+      }
+    }
+  }
+  // On one host the inter transport is only ever forced; never pick it on a cost guess.
+  for (const Plan& plan : plans) {
+    if (plan.kind != PlanKind::kFlatInter || multi_host()) return plan;
+  }
+  return plans.front();
+}
+
+}  // namespace domino::topology

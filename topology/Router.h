@@ -1,0 +1,87 @@
+// Which plan a collective takes, from where the group's ranks sit and what each transport costs.
+// Plans:
+//   flat_intra    one communicator over the group on the intra-host transport (one host only);
+//   flat_inter    one communicator over the group on the inter-host transport;
+//   hierarchical  split-rail all-reduce: reduce-scatter inside each host, all-reduce of each
+//                 1/L slice among the ranks with the same local rank across hosts, all-gather
+//                 inside the host (uniform layouts: L ranks on every host);
+//   leader        reduce to each host's first rank, all-reduce among those, broadcast inside
+//                 the host (any layout; latency-optimal for small messages).
+// The router predicts each feasible plan's time with the alpha-beta model and takes the
+// cheapest, unless one is forced. It also decides where the inter-host all-reduce switches from
+// recursive doubling to a bandwidth-optimal algorithm. Torch-free.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "CostModel.h"
+#include "GroupLayout.h"
+
+namespace domino::topology {
+
+enum class Collective {
+  kAllReduce,
+  kBroadcast,
+  kReduce,
+  kAllGather,
+  kReduceScatter,
+  kGather,
+  kScatter,
+  kAllToAll,
+  kBarrier
+};
+enum class PlanKind { kFlatIntra, kFlatInter, kHierarchical, kLeader };
+
+const char* collective_name(Collective op);
+const char* plan_name(PlanKind kind);
+const std::vector<Collective>& all_collectives();
+
+struct Plan {
+  PlanKind kind = PlanKind::kFlatIntra;
+  std::string inter_algorithm;  // the inter-host all-reduce step's algorithm, if it has one
+  double predicted_us = 0;
+  bool forced = false;
+};
+
+struct RouterOptions {
+  std::optional<PlanKind> forced_plan;  // DOMINO_ALGO=flat|hierarchical|leader
+  std::string forced_inter_algorithm;   // DOMINO_ALGO=ring|recursive_doubling|rabenseifner
+};
+
+class Router {
+ public:
+  Router(GroupLayout layout, CostModel costs, RouterOptions options);
+
+  // The plan for op on a message of bytes (per rank: the input of all-reduce, one rank's block
+  // of all-gather and reduce-scatter). Never returns an infeasible plan: a forced plan that
+  // cannot serve op falls back to the best feasible one.
+  Plan choose(Collective op, size_t bytes) const;
+  // Every feasible plan with its predicted time, cheapest first.
+  std::vector<Plan> candidates(Collective op, size_t bytes) const;
+
+  // Inter-host all-reduces of at most this many bytes use recursive doubling (where the model
+  // says its fewer rounds beat moving less data); above it Rabenseifner or ring.
+  size_t inter_small_message_bytes() const { return inter_small_bytes_; }
+  bool multi_host() const { return !layout_.single_host(); }
+  // Whether the group needs communicators of the inter-host transport at all.
+  bool uses_inter() const;
+  const GroupLayout& layout() const { return layout_; }
+  const CostModel& costs() const { return costs_; }
+
+ private:
+  bool feasible(PlanKind kind, Collective op) const;
+  double predict(PlanKind kind, Collective op, double bytes, std::string* algorithm) const;
+  // Time of an inter-host all-reduce of bytes among ranks ranks, flows of them sharing one
+  // host's link at once; algorithm receives what the inter transport would run.
+  double inter_allreduce(int ranks, double bytes, int flows, std::string* algorithm) const;
+
+  GroupLayout layout_;
+  CostModel costs_;
+  RouterOptions options_;
+  size_t inter_small_bytes_ = 64 * 1024;
+};
+
+}  // namespace domino::topology
