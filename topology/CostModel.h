@@ -22,6 +22,10 @@ struct CostModel {
   // probe a multi-host group runs at init.
   LinkCost intra{1.5, 6.0, "default"};
   LinkCost inter{30.0, 1.2, "default"};
+  // A rank that waits out an inter-host step it takes no part in has gone to sleep and must be
+  // woken and scheduled again; measured at about 80 us with 4 ranks on 2 cores
+  // (bench/multihost: leader vs hierarchical at 8 B), charged at half that.
+  double idle_wakeup_us = 40.0;
 };
 
 // "ALPHA_US,GBYTES_PER_S" (e.g. "25,1.1") -> LinkCost marked configured. Throws

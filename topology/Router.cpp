@@ -142,7 +142,8 @@ double Router::predict(PlanKind kind, Collective op, double n, std::string* algo
   if (kind == PlanKind::kLeader) {
     const double cross = inter_allreduce(hosts, n, 1, algorithm);
     const double in_host = local <= 1 ? 0.0 : s_alpha + n * s_beta;
-    return in_host + cross + in_host;
+    const double wakeup = local <= 1 ? 0.0 : costs_.idle_wakeup_us * 1e-6;
+    return in_host + cross + in_host + wakeup;
   }
   if (kind == PlanKind::kFlatIntra) {
     switch (op) {

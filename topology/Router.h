@@ -70,6 +70,7 @@ class Router {
   bool uses_inter() const;
   const GroupLayout& layout() const { return layout_; }
   const CostModel& costs() const { return costs_; }
+  const RouterOptions& options() const { return options_; }
 
  private:
   bool feasible(PlanKind kind, Collective op) const;

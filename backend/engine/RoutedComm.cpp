@@ -1,8 +1,10 @@
 #include "RoutedComm.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
+#include "config/Log.h"
 #include "plugins/common/Dtype.h"
 #include "plugins/common/Reduction.h"
 
@@ -32,6 +34,12 @@ RoutedComm::RoutedComm(const topology::Router& router, int rank, const Factory& 
       rail.push_back(ranks[static_cast<size_t>(local_rank)]);
     rail_ = make({"rail" + std::to_string(local_rank), true, rail});
   }
+  if (!router.options().forced_plan) {
+    std::vector<PlanKind> kinds;
+    for (const auto& plan : router.candidates(Collective::kAllReduce, 8))
+      kinds.push_back(plan.kind);
+    small_allreduce_trial_.emplace(kinds);
+  }
   if (mine.front() == rank) {
     std::vector<int> leaders;
     for (const auto& ranks : layout.host_ranks) leaders.push_back(ranks.front());
@@ -51,17 +59,46 @@ void RoutedComm::allreduce(const domino_buffer_t& send, const domino_buffer_t& r
                            domino_redop_t op) {
   domino_buffer_t recv = recv_buffer;
   const size_t bytes = recv.count * dtype_size(recv.dtype);
-  const topology::Plan plan = router_.choose(Collective::kAllReduce, bytes);
-  last_plan_ = topology::plan_name(plan.kind);
-  if (plan.kind != PlanKind::kHierarchical && plan.kind != PlanKind::kLeader) {
-    (flat_intra_ && plan.kind == PlanKind::kFlatIntra ? *flat_intra_ : *flat_inter_)
+  PlanKind kind = router_.choose(Collective::kAllReduce, bytes).kind;
+  PlanTrial* trial =
+      small_allreduce_trial_ && bytes <= PlanTrial::kMaxBytes ? &*small_allreduce_trial_ : nullptr;
+  if (trial != nullptr) kind = trial->decided() ? trial->winner() : trial->next();
+  const bool timed = trial != nullptr && !trial->decided();
+  const auto began = std::chrono::steady_clock::now();
+  run_allreduce(kind, send, recv, op);
+  if (!timed) return;
+  trial->record(std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
+  if (trial->measured()) {
+    // Agree on the slowest rank's time per plan, so every rank adopts the same one.
+    std::vector<double> medians = trial->medians();
+    domino_buffer_t times{medians.data(), medians.size(), DOMINO_FLOAT64, -1};
+    flat_inter_->allreduce(times, times, DOMINO_MAX);
+    trial->adopt(medians);
+    std::string summary;
+    for (size_t i = 0; i < medians.size(); ++i) {
+      summary += (i ? ", " : "") + std::string(topology::plan_name(trial->candidates()[i])) + " " +
+                 std::to_string(static_cast<int>(medians[i] * 1e6)) + " us";
+    }
+    log_line(LogLevel::kInfo, rank_,
+             std::string("all-reduces up to ") + std::to_string(PlanTrial::kMaxBytes) +
+                 " bytes across hosts take plan " + topology::plan_name(trial->winner()) +
+                 " (measured: " + summary + ")");
+  }
+}
+
+void RoutedComm::run_allreduce(PlanKind kind, const domino_buffer_t& send, domino_buffer_t& recv,
+                               domino_redop_t op) {
+  last_plan_ = topology::plan_name(kind);
+  if (kind != PlanKind::kHierarchical && kind != PlanKind::kLeader) {
+    (flat_intra_ && kind == PlanKind::kFlatIntra ? *flat_intra_ : *flat_inter_)
         .allreduce(send, recv, op);
     return;
   }
+  const size_t bytes = recv.count * dtype_size(recv.dtype);
   if (send.ptr != recv.ptr && bytes > 0) std::memcpy(recv.ptr, send.ptr, bytes);
   // AVG is a sum until the end: a mean of per-host means would weigh hosts, not ranks.
   const domino_redop_t step_op = op == DOMINO_AVG ? DOMINO_SUM : op;
-  if (plan.kind == PlanKind::kHierarchical) {
+  if (kind == PlanKind::kHierarchical) {
     allreduce_hierarchical(recv, step_op);
   } else {
     allreduce_leader(recv, step_op);

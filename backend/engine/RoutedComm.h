@@ -7,9 +7,11 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "PlanTrial.h"
 #include "plugins/registry/Communicator.h"
 #include "topology/Router.h"
 
@@ -54,6 +56,8 @@ class RoutedComm {
  private:
   // The whole-group communicator a flat plan of op uses.
   Communicator& flat(topology::Collective op, size_t bytes);
+  void run_allreduce(topology::PlanKind kind, const domino_buffer_t& send, domino_buffer_t& recv,
+                     domino_redop_t op);
   void allreduce_hierarchical(domino_buffer_t& data, domino_redop_t op);
   void allreduce_leader(domino_buffer_t& data, domino_redop_t op);
 
@@ -66,6 +70,7 @@ class RoutedComm {
   std::unique_ptr<Communicator> rail_;     // uniform layouts
   std::unique_ptr<Communicator> leaders_;  // on each host's first rank
   std::string last_plan_;
+  std::optional<PlanTrial> small_allreduce_trial_;  // groups across hosts, plan not forced
 };
 
 }  // namespace domino

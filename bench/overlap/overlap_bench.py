@@ -18,7 +18,6 @@ import argparse
 import csv
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -26,8 +25,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-NAMESPACES = ("domino-bench-a", "domino-bench-b")
-ADDRESSES = ("10.77.0.1", "10.77.0.2")
+sys.path.insert(0, str(ROOT / "bench"))
+from shaped_link import ShapedLink  # noqa: E402
+
 MODES = [
     # name, split, micro_batches, column_chunks, overlap, communication
     ("naive", "row", 1, 1, "intra", True),
@@ -41,53 +41,9 @@ MODES = [
 ]
 
 
-def sh(*cmd: str, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run(cmd, check=check, capture_output=True, text=True)
-
-
-class ShapedLink:
-    """Two namespaces and a veth pair, shaped in both directions; removed on exit."""
-
-    def __init__(self) -> None:
-        self.up = False
-
-    def __enter__(self):
-        if os.geteuid() != 0 or not shutil.which("ip") or not shutil.which("tc"):
-            return self
-        self.__exit__()
-        try:
-            for ns in NAMESPACES:
-                sh("ip", "netns", "add", ns)
-            sh("ip", "link", "add", "dbench0", "type", "veth", "peer", "name", "dbench1")
-            for index, ns in enumerate(NAMESPACES):
-                dev = f"dbench{index}"
-                sh("ip", "link", "set", dev, "netns", ns)
-                sh("ip", "-n", ns, "addr", "add", f"{ADDRESSES[index]}/24", "dev", dev)
-                sh("ip", "-n", ns, "link", "set", dev, "up")
-                sh("ip", "-n", ns, "link", "set", "lo", "up")
-                # As on training clusters: a connection idle during compute keeps its window
-                # instead of slow-starting every reduction again.
-                sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.tcp_slow_start_after_idle=0")
-            self.up = True
-        except subprocess.CalledProcessError as error:
-            print(f"# no network namespaces here ({error.stderr.strip()}); one host instead")
-            self.__exit__()
-        return self
-
-    def shape(self, mbit: float) -> None:
-        for index, ns in enumerate(NAMESPACES):
-            sh("ip", "netns", "exec", ns, "tc", "qdisc", "replace", "dev", f"dbench{index}", "root",
-               "tbf", "rate", f"{mbit:.0f}mbit", "burst", "256kb", "latency", "100ms")
-
-    def __exit__(self, *exc) -> None:
-        for ns in NAMESPACES:
-            sh("ip", "netns", "del", ns, check=False)
-        self.up = False
-
-
 def launch(link: ShapedLink, args, mode_names: list[str]) -> dict:
     port = 29700 + int(time.time()) % 200
-    master = ADDRESSES[0] if link.up else "127.0.0.1"
+    master = link.addresses[0] if link.up else "127.0.0.1"
     procs = []
     for rank in range(2):
         env = dict(os.environ, OMP_NUM_THREADS="1", GLOO_SOCKET_IFNAME=f"dbench{rank}" if link.up else "lo")
@@ -97,7 +53,7 @@ def launch(link: ShapedLink, args, mode_names: list[str]) -> dict:
                "--layers", str(args.layers),
                "--gloo-threads", str(args.gloo_threads)]
         if link.up:
-            cmd = ["ip", "netns", "exec", NAMESPACES[rank], *cmd]
+            cmd = ["ip", "netns", "exec", link.namespaces[rank], *cmd]
         procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     outputs = [p.communicate(timeout=1200) for p in procs]
     for p, (out, err) in zip(procs, outputs):

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <tuple>
 
@@ -57,15 +58,15 @@ struct Layout {
 using Case = std::tuple<Layout, PlanKind>;
 class RoutedCommLayouts : public ::testing::TestWithParam<Case> {};
 
-TEST_P(RoutedCommLayouts, EveryOpMatchesALocalReference) {
-  const auto& [layout_case, plan] = GetParam();
-  const topology::GroupLayout layout = topology::layout_from_host_ids(layout_case.hosts);
-  if (plan == PlanKind::kHierarchical && !layout.uniform) GTEST_SKIP() << "needs a uniform layout";
-  const int size = static_cast<int>(layout_case.hosts.size());
+// Forks one rank per host label, each with a RoutedComm over real shm and UCX communicators;
+// body's text is the rank's verdict.
+std::vector<testing::RankOutcome> run_routed(
+    const std::vector<std::string>& hosts, const topology::RouterOptions& options,
+    const std::function<std::string(int, int, RoutedComm&)>& body) {
+  const topology::GroupLayout layout = topology::layout_from_host_ids(hosts);
+  const int size = static_cast<int>(hosts.size());
   const std::string directory = testing::make_temp_directory();
-  const auto outcomes = testing::fork_ranks(size, [&](int rank) {
-    topology::RouterOptions options;
-    options.forced_plan = plan;
+  auto outcomes = testing::fork_ranks(size, [&](int rank) {
     const topology::Router router(layout, topology::CostModel{}, options);
     std::vector<std::unique_ptr<testing::FileBootstrap>> bootstraps;
     auto make = [&](const RoutedComm::Spec& spec) {
@@ -85,14 +86,56 @@ TEST_P(RoutedCommLayouts, EveryOpMatchesALocalReference) {
                                             config);
     };
     RoutedComm comm(router, rank, make);
-    std::string e = check_allreduce(rank, size, comm, topology::plan_name(plan));
-    return e.empty() ? testing::run_all_collectives(rank, size, comm) : e;
+    return body(rank, size, comm);
   });
   std::filesystem::remove_all(directory);
+  return outcomes;
+}
+
+TEST_P(RoutedCommLayouts, EveryOpMatchesALocalReference) {
+  const auto& [layout_case, plan] = GetParam();
+  const topology::GroupLayout layout = topology::layout_from_host_ids(layout_case.hosts);
+  if (plan == PlanKind::kHierarchical && !layout.uniform) GTEST_SKIP() << "needs a uniform layout";
+  const int size = static_cast<int>(layout_case.hosts.size());
+  topology::RouterOptions options;
+  options.forced_plan = plan;
+  const auto outcomes =
+      run_routed(layout_case.hosts, options, [&](int rank, int, RoutedComm& comm) {
+        std::string e = check_allreduce(rank, size, comm, topology::plan_name(plan));
+        return e.empty() ? testing::run_all_collectives(rank, size, comm) : e;
+      });
   for (int r = 0; r < size; ++r) {
     EXPECT_EQ(outcomes[r].exit_code, 0) << "rank " << r << ": " << outcomes[r].message;
     EXPECT_EQ(outcomes[r].message, "") << "rank " << r;
   }
+}
+
+TEST(RoutedComm, SmallAllReducesTryEachPlanThenAllRanksAdoptTheSame) {
+  const std::vector<std::string> hosts = {"a", "a", "b", "b"};
+  const auto outcomes =
+      run_routed(hosts, {}, [](int rank, int size, RoutedComm& comm) -> std::string {
+        std::vector<std::string> plans;
+        for (int call = 0; call < 3 * PlanTrial::kCallsPerPlan + 5; ++call) {
+          std::vector<int64_t> data(16, rank + call), want(16, 0);
+          for (int r = 0; r < size; ++r) want.assign(16, want[0] + r + call);
+          comm.allreduce(buf(data), buf(data), DOMINO_SUM);
+          if (auto e = expect_eq(data, want, "allreduce"); !e.empty()) return e;
+          plans.push_back(comm.last_plan());
+        }
+        // After the trial every call takes the adopted plan; all ranks must agree on it.
+        std::vector<int64_t> mine(
+            1, static_cast<int64_t>(std::hash<std::string>{}(plans.back()) % 1000));
+        std::vector<int64_t> all(static_cast<size_t>(size));
+        comm.allgather(buf(mine), buf(all));
+        for (int64_t other : all) {
+          if (other != mine[0]) return "ranks adopted different plans; this one " + plans.back();
+        }
+        for (size_t i = plans.size() - 5; i < plans.size(); ++i) {
+          if (plans[i] != plans.back()) return "plan changed after the trial";
+        }
+        return std::string();
+      });
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(outcomes[r].message, "") << "rank " << r;
 }
 
 const Layout kLayouts[] = {

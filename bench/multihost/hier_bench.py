@@ -1,0 +1,201 @@
+"""Hierarchical vs flat all-reduce across two hosts, on the wire.
+
+Two network namespaces ("hosts") joined by a veth pair shaped with tc to 1 Gbit/s, two ranks in
+each. For a 16 MiB all-reduce it times, in one run, the router's automatic plan, the forced
+split-rail hierarchical plan, a flat UCX ring with host-contiguous ranks (0,1 | 2,3) and with
+interleaved ranks (0,2 | 1,3), and gloo; it counts the bytes that crossed the link (the veth's
+own tx counters, so TCP/IP headers included). For messages of 4 KiB or less it compares the
+router's automatic choice with every forced plan. UCX runs over TCP only (UCX_TLS=tcp,self), so
+nothing slips between the namespaces through shared memory.
+
+    sudo python bench/multihost/hier_bench.py      # writes bench/results/multihost.{csv,md,png}
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+from shaped_link import ShapedLink  # noqa: E402
+
+# name: (backend, DOMINO_ALGO). Every mode is its own process group in the same processes, and
+# the modes take turns repeat by repeat, so the machine's drift hits all alike.
+MODES = {
+    "auto (router)": ("domino", "auto"),
+    "hierarchical": ("domino", "hierarchical"),
+    "leader": ("domino", "leader"),
+    "flat": ("domino", "flat"),
+    "flat ring": ("domino", "flat,ring"),
+    "gloo": ("gloo", ""),
+}
+LARGE = ["auto (router)", "hierarchical", "flat ring", "gloo"]
+SMALL = ["auto (router)", "hierarchical", "leader", "flat"]
+CONTIGUOUS, INTERLEAVED = (0, 0, 1, 1), (0, 1, 0, 1)
+
+
+def launch(link: ShapedLink, modes: list[str], hosts, sizes, iters: int, repeats: int) -> dict:
+    port = 29500 + int(time.time() * 1000) % 400
+    procs = []
+    for rank, host in enumerate(hosts):
+        env = dict(os.environ, OMP_NUM_THREADS="1", UCX_TLS="tcp,self",
+                   UCX_NET_DEVICES=link.device(host), GLOO_SOCKET_IFNAME=link.device(host))
+        cmd = ["ip", "netns", "exec", link.namespaces[host], sys.executable, __file__, "--worker",
+               "--rank", str(rank), "--master", link.addresses[0], "--port", str(port),
+               "--device", link.device(host), "--count-bytes", str(int(rank == hosts.index(host))),
+               "--modes", ";".join(modes), "--sizes", ",".join(map(str, sizes)),
+               "--iters", str(iters), "--repeats", str(repeats)]
+        procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    outputs = [p.communicate(timeout=1800) for p in procs]
+    for p, (out, err) in zip(procs, outputs):
+        if p.returncode != 0:
+            raise SystemExit(f"worker failed:\n{out[-2000:]}\n{err[-3000:]}")
+    results = [json.loads(out.strip().splitlines()[-1]) for out, _ in outputs]
+    merged = results[0]
+    for key in merged:  # bytes on the link: one counting rank per host
+        merged[key]["wire_bytes"] = sum(r[key]["wire_bytes"] for r in results)
+    return merged
+
+
+def worker(args) -> None:
+    import torch
+    import torch.distributed as dist
+
+    import torch_domino  # noqa: F401
+
+    torch.set_num_threads(1)
+    dist.init_process_group("domino", init_method=f"tcp://{args.master}:{args.port}",
+                            rank=args.rank, world_size=4)
+    groups = {}
+    for mode in args.modes.split(";"):
+        backend, algo = MODES[mode]
+        os.environ["DOMINO_ALGO"] = algo or "auto"  # read when the group is created
+        groups[mode] = dist.new_group(backend=backend)
+    counter = Path(f"/sys/class/net/{args.device}/statistics/tx_bytes")
+    samples = {}
+    sizes = [int(s) for s in args.sizes.split(",")]
+    tensors = {size: torch.ones(max(1, size // 4)) for size in sizes}
+    for mode, group in groups.items():
+        for t in tensors.values():
+            for _ in range(3):
+                dist.all_reduce(t, group=group)
+    for _ in range(args.repeats):
+        for size, t in tensors.items():
+            for mode, group in groups.items():
+                dist.barrier()
+                before = int(counter.read_text()) if args.count_bytes else 0
+                began = time.perf_counter()
+                for _ in range(args.iters):
+                    dist.all_reduce(t, group=group)
+                elapsed = (time.perf_counter() - began) / args.iters
+                after = int(counter.read_text()) if args.count_bytes else 0
+                slowest = torch.tensor([elapsed], dtype=torch.float64)
+                dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
+                entry = samples.setdefault(f"{mode}@{size}", {"t": [], "w": []})
+                entry["t"].append(slowest.item())
+                entry["w"].append((after - before) / args.iters)
+    out = {key: {"median_us": statistics.median(v["t"]) * 1e6, "min_us": min(v["t"]) * 1e6,
+                 "wire_bytes": statistics.median(v["w"])} for key, v in samples.items()}
+    dist.destroy_process_group()
+    print(json.dumps(out))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--worker", action="store_true")
+    parser.add_argument("--rank", type=int, default=0)
+    parser.add_argument("--modes", default="")
+    parser.add_argument("--master", default="")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--device", default="")
+    parser.add_argument("--count-bytes", type=int, default=0)
+    parser.add_argument("--sizes", default="")
+    parser.add_argument("--iters", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--mbit", type=float, default=1000)
+    parser.add_argument("--small-only", action="store_true", help="skip the 16 MiB part")
+    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "multihost"))
+    args = parser.parse_args()
+    if args.worker:
+        worker(args)
+        return
+    with ShapedLink(("domino-hier-a", "domino-hier-b"), ("10.78.0.1", "10.78.0.2")) as link:
+        if not link.up:
+            raise SystemExit("needs root, iproute2 and tc to make two network namespaces; nothing measured")
+        link.shape(args.mbit)
+        rows = []
+        large = 16 << 20
+        if not args.small_only:
+            for placement, hosts, modes in (("", CONTIGUOUS, LARGE),
+                                            (", interleaved ranks", INTERLEAVED, ["flat ring"])):
+                res = launch(link, modes, hosts, [large], iters=2, repeats=args.repeats)
+                for mode in modes:
+                    r = res[f"{mode}@{large}"]
+                    name = mode + placement
+                    rows.append({"part": "16 MiB", "mode": name, "bytes": large, **r})
+                    print(f"16 MiB  {name:<30} {r['median_us'] / 1e3:8.1f} ms  "
+                          f"{r['wire_bytes'] / 2**20:7.1f} MiB on the link", flush=True)
+        small = [8, 64, 512, 4096]
+        res = launch(link, SMALL, CONTIGUOUS, small, iters=200, repeats=args.repeats)
+        for size in small:
+            for mode in SMALL:
+                r = res[f"{mode}@{size}"]
+                rows.append({"part": "small", "mode": mode, "bytes": size, **r})
+                print(f"{size:>6} B {mode:<30} {r['median_us']:8.1f} us", flush=True)
+    write(rows, args)
+
+
+def write(rows: list[dict], args) -> None:
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out.with_suffix(".csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["part", "mode", "bytes", "median_us", "min_us", "wire_bytes"])
+        w.writeheader()
+        w.writerows(rows)
+    big = {r["mode"]: r for r in rows if r["part"] == "16 MiB"}
+    hier = big.get("hierarchical", {"wire_bytes": 1, "median_us": 1})
+    lines = [f"2 hosts x 2 ranks, veth shaped to {args.mbit:.0f} Mbit/s, all-reduce of 16 MiB float32 "
+             f"(median of {args.repeats} repeats; modes take turns within one run)", "",
+             "| plan | time (ms) | on the link (MiB) | hierarchical's share of its bytes | hierarchical speed-up |",
+             "|---|---:|---:|---:|---:|"]
+    for name, r in big.items():
+        lines.append(f"| {name} | {r['median_us'] / 1e3:.1f} | {r['wire_bytes'] / 2**20:.1f} | "
+                     f"{100 * hier['wire_bytes'] / r['wire_bytes']:.0f}% | {r['median_us'] / hier['median_us']:.2f}x |")
+    lines += ["", "Messages of 4 KiB or less, latency (us, median):", "",
+              "| bytes | " + " | ".join(SMALL) + " | auto vs best forced |", "|---:|" + "---:|" * (len(SMALL) + 1)]
+    for size in sorted({r["bytes"] for r in rows if r["part"] == "small"}):
+        cells = {r["mode"]: r["median_us"] for r in rows if r["part"] == "small" and r["bytes"] == size}
+        best = min(v for k, v in cells.items() if k != "auto (router)")
+        lines.append(f"| {size} | " + " | ".join(f"{cells[m]:.0f}" for m in SMALL) +
+                     f" | {cells['auto (router)'] / best:.2f}x |")
+    Path(out.with_suffix(".md")).write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("# matplotlib missing: no plot")
+        return
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4))
+    names = list(big)
+    a.barh(names, [big[n]["median_us"] / 1e3 for n in names])
+    a.set_xlabel("16 MiB all-reduce, ms")
+    b.barh(names, [big[n]["wire_bytes"] / 2**20 for n in names], color="tab:orange")
+    b.set_xlabel("MiB on the inter-host link per all-reduce")
+    b.set_yticks([])
+    fig.tight_layout()
+    fig.savefig(out.with_suffix(".png"), dpi=110)
+
+
+if __name__ == "__main__":
+    main()
