@@ -1,7 +1,12 @@
 #include "ProcessGroupDomino.h"
 
 #include <c10/util/Exception.h>
+#include <sched.h>
+
 #include <torch/version.h>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
 
 #include "HandleScope.h"
 #include "PriorityGuard.h"
@@ -137,6 +142,7 @@ ProcessGroupDomino::ProcessGroupDomino(const c10::intrusive_ptr<c10d::Store>& st
                         ". Fix the name or add its plugin directory to DOMINO_PLUGIN_PATH.");
     }
     router_ = std::make_unique<topology::Router>(agree_on_routing(hosts));
+    bind();
     // The normal lane's communicator also carries point-to-point traffic; make it now so that
     // set-up errors surface at init.
     communicator(static_cast<int>(Priority::kNormal));
@@ -146,10 +152,10 @@ ProcessGroupDomino::ProcessGroupDomino(const c10::intrusive_ptr<c10d::Store>& st
   }
   for (int lane = 0; lane < kLanes; ++lane) {
     lanes_[static_cast<size_t>(lane)] = std::make_unique<ProgressLane>(
-        static_cast<Priority>(lane) == Priority::kLow ? kLowLaneNice : 0);
+        static_cast<Priority>(lane) == Priority::kLow ? kLowLaneNice : 0, binding_.cpus);
   }
-  send_lane_ = std::make_unique<ProgressLane>();
-  recv_lane_ = std::make_unique<ProgressLane>();
+  send_lane_ = std::make_unique<ProgressLane>(0, binding_.cpus);
+  recv_lane_ = std::make_unique<ProgressLane>(0, binding_.cpus);
   log_line(LogLevel::kInfo, rank,
            label() + " ready: " + std::to_string(layout_.hosts.size()) + " host(s) (" + hosts +
                "), intra-host transport " + plugin_->name + ", inter-host transport " +
@@ -230,9 +236,46 @@ topology::Router ProcessGroupDomino::agree_on_routing(const std::string& host_li
 }
 
 const topology::HostTopology& ProcessGroupDomino::host() const {
-  std::lock_guard<std::mutex> lock(host_mutex_);
-  if (!host_) host_ = topology::load_host_topology(settings_.topology_file);
-  return *host_;
+  // One hwloc scan per process and file: every group of the process asks at init.
+  static std::mutex mutex;
+  static std::map<std::string, topology::HostTopology> loaded;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto found = loaded.find(settings_.topology_file);
+  if (found == loaded.end()) {
+    found =
+        loaded
+            .emplace(settings_.topology_file, topology::load_host_topology(settings_.topology_file))
+            .first;
+  }
+  return found->second;
+}
+
+void ProcessGroupDomino::bind() {
+  std::vector<int> allowed;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+      if (CPU_ISSET(cpu, &set)) allowed.push_back(cpu);
+    }
+  }
+  try {
+    const topology::HostTopology& topo = host();
+    binding_ = topology::choose_binding(topo, layout_.local_rank[static_cast<size_t>(rank_)],
+                                        layout_.local_size(rank_), allowed);
+    // Rail alignment: with several NICs, UCX uses the one next to this rank's node, unless the
+    // user chose (UCX's own UCX_NET_DEVICES wins). UCX reads it when it starts, once per process.
+    if (router_->uses_inter() && topo.nics.size() > 1 && !binding_.nic.empty() &&
+        std::getenv("UCX_NET_DEVICES") == nullptr &&
+        std::filesystem::exists("/sys/class/net/" + binding_.nic)) {
+      setenv("UCX_NET_DEVICES", binding_.nic.c_str(), 0);
+    }
+  } catch (const std::exception& e) {
+    binding_ = topology::Binding{};
+    binding_.cpus = allowed;
+    log_line(LogLevel::kWarn, rank_,
+             label() + ": no host topology (" + e.what() + "); progress threads stay unbound");
+  }
 }
 
 bool ProcessGroupDomino::higher_priority_pending(int lane) const {

@@ -16,6 +16,7 @@
 
 #include "config/Settings.h"
 #include "domino/plugin.h"
+#include "topology/Binding.h"
 #include "topology/GroupLayout.h"
 #include "topology/HostTopology.h"
 #include "topology/Router.h"
@@ -53,6 +54,8 @@ class ProcessGroupDomino : public c10d::Backend {
   const topology::GroupLayout& layout() const { return layout_; }
   const topology::HostTopology& host() const;
   const char* intra_transport() const;
+  // Where this rank's communication runs: NUMA node, progress-thread CPUs, NIC.
+  const topology::Binding& binding() const { return binding_; }
   // The transport between hosts ("none" for a one-host group that never needs it).
   const char* inter_transport() const;
   // How collectives are planned for this group (router inputs agreed with rank 0).
@@ -131,6 +134,8 @@ class ProcessGroupDomino : public c10d::Backend {
   // The lane's communicators, created on its first collective (in that lane's thread: every rank
   // reaches it in the same lane order, which is the contract).
   RoutedComm& communicator(int lane);
+  // Chooses binding_ from the host topology and applies the NIC choice.
+  void bind();
   // Rank 0's plan settings and costs, which every rank adopts so that all plan alike.
   topology::Router agree_on_routing(const std::string& host_list);
   bool higher_priority_pending(int lane) const;
@@ -145,8 +150,7 @@ class ProcessGroupDomino : public c10d::Backend {
   c10::intrusive_ptr<c10d::Store> store_;
   std::vector<int64_t> global_ranks_;
   topology::GroupLayout layout_;
-  mutable std::optional<topology::HostTopology> host_;  // loaded on first request
-  mutable std::mutex host_mutex_;
+  topology::Binding binding_;
   std::string group_name_;
   struct LaneComm {
     std::vector<std::unique_ptr<StoreBootstrap>> bootstraps;

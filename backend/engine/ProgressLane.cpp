@@ -1,14 +1,24 @@
 #include "ProgressLane.h"
 
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 namespace domino {
 
-ProgressLane::ProgressLane(int nice)
-    : thread_([this, nice] {
-        if (nice != 0) setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), nice);
+ProgressLane::ProgressLane(int nice, std::vector<int> cpus)
+    : thread_([this, nice, cpus = std::move(cpus)] {
+        const auto tid = static_cast<pid_t>(syscall(SYS_gettid));
+        if (nice != 0) setpriority(PRIO_PROCESS, static_cast<id_t>(tid), nice);
+        if (!cpus.empty()) {
+          cpu_set_t set;
+          CPU_ZERO(&set);
+          for (int cpu : cpus) {
+            if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &set);
+          }
+          sched_setaffinity(tid, sizeof set, &set);  // best effort: a refused mask changes nothing
+        }
         run();
       }) {}
 

@@ -10,6 +10,7 @@
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 namespace domino {
 
@@ -17,7 +18,8 @@ class ProgressLane {
  public:
   // nice: the thread's niceness (Linux, per thread); a low lane runs nicer so that the caller's
   // threads, which issue the urgent work, win the cores when ranks outnumber them.
-  explicit ProgressLane(int nice = 0);
+  // cpus: where the thread may run (the rank's own cores); empty leaves it unbound.
+  explicit ProgressLane(int nice = 0, std::vector<int> cpus = {});
   ProgressLane(const ProgressLane&) = delete;
   ProgressLane& operator=(const ProgressLane&) = delete;
   // Runs every job already queued, then joins.

@@ -159,6 +159,18 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("intra_transport", &domino::ProcessGroupDomino::intra_transport)
       .def_property_readonly("inter_transport", &domino::ProcessGroupDomino::inter_transport)
       .def("_routing", &routing_dict, py::arg("sizes"))
+      .def("_binding",
+           [](const domino::ProcessGroupDomino& pg) {
+             const auto& b = pg.binding();
+             py::dict out;
+             out["numa"] = b.numa;
+             out["cpus"] = b.cpus;
+             out["nic"] = b.nic.empty() ? py::object(py::none()) : py::object(py::str(b.nic));
+             const char* devices = std::getenv("UCX_NET_DEVICES");
+             out["ucx_net_devices"] =
+                 devices ? py::object(py::str(devices)) : py::object(py::none());
+             return out;
+           })
       .def_property_readonly("default_priority",
                              [](const domino::ProcessGroupDomino& pg) {
                                return std::string(domino::priority_name(pg.default_priority()));

@@ -42,15 +42,12 @@ def topology(group=None, sizes=None) -> dict:
     group, backend = _domino_backend(group)
     host = backend._host()
     layout = backend._layout()
-    my_cpus = sorted(os.sched_getaffinity(0))
-    numa = sorted({n["os_index"] for n in host["numa_nodes"] if set(n["cpus"]) & set(my_cpus)})
-    nics = [n["name"] for n in host["nics"] if not numa or n["numa"] in numa] or [n["name"] for n in host["nics"]]
     return {
         "rank": dist.get_rank(group),
         "world_size": dist.get_world_size(group),
         "layout": layout,
         "host": host,
-        "binding": {"cpus": my_cpus, "numa_nodes": numa, "nic": nics[0] if nics else None},
+        "binding": backend._binding(),
         "transports": {"intra_host": backend.intra_transport, "inter_host": backend.inter_transport},
         "routing": backend._routing(list(sizes if sizes is not None else REPORT_SIZES)),
         "default_lane": backend.default_priority,
@@ -112,7 +109,7 @@ def main(argv=None) -> int:
             print(f"host {h['id']}: ranks {h['ranks']}")
         for v in views:
             print(f"  rank {v['rank']}: local rank {v['layout']['local_rank']} of {v['layout']['local_size']}, "
-                  f"cpus {v['binding']['cpus']}, NUMA {v['binding']['numa_nodes']}, NIC {v['binding']['nic']}, "
+                  f"progress threads on cpus {v['binding']['cpus']}, NUMA {v['binding']['numa']}, NIC {v['binding']['nic']}, "
                   f"intra-host {v['transports']['intra_host']}, inter-host {v['transports']['inter_host']}, "
                   f"default lane {v['default_lane']}")
         _print_routing(view["routing"])

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "topology/Binding.h"
 #include "topology/GroupLayout.h"
 #include "topology/HostTopology.h"
 
@@ -94,6 +95,43 @@ TEST(GroupLayout, NonUniformTwoPlusOne) {
 TEST(GroupLayout, HostIdentityOverrideWins) {
   EXPECT_EQ(local_host_id("node-7"), "node-7");
   EXPECT_FALSE(local_host_id("").empty());
+}
+
+}  // namespace
+}  // namespace domino::topology
+
+namespace domino::topology {
+namespace {
+
+std::vector<int> all_cpus(int n) {
+  std::vector<int> cpus(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) cpus[static_cast<size_t>(i)] = i;
+  return cpus;
+}
+
+TEST(Binding, RanksOfATwoSocketServerSpreadOverItsNodesInOrder) {
+  const HostTopology host = load_host_topology(fixture("two-socket-server.xml"));
+  for (int local = 0; local < 4; ++local) {
+    const Binding b = choose_binding(host, local, 4, all_cpus(32));
+    EXPECT_EQ(b.numa, local < 2 ? 0 : 1) << "local rank " << local;
+    ASSERT_EQ(b.cpus.size(), 16u);
+    EXPECT_EQ(host.numa_of_cpu(b.cpus.front()), b.numa);
+  }
+  // A process confined to node 0's first CPUs keeps to them even where node 1 is its share.
+  const Binding confined = choose_binding(host, 3, 4, {0, 1});
+  EXPECT_EQ(confined.cpus, (std::vector<int>{0, 1}));
+}
+
+TEST(Binding, EachRankGetsTheNicOfItsNode) {
+  const HostTopology host = load_host_topology(fixture("dgx-like.xml"));
+  EXPECT_EQ(choose_binding(host, 0, 8, all_cpus(host.processing_units)).nic, "mlx5_0");
+  EXPECT_EQ(choose_binding(host, 7, 8, all_cpus(host.processing_units)).nic, "mlx5_2");
+}
+
+TEST(Binding, ThisMachineKeepsEveryAllowedCpu) {
+  const HostTopology host = load_host_topology(fixture("this-machine.xml"));
+  const Binding b = choose_binding(host, 1, 4, all_cpus(host.processing_units));
+  EXPECT_EQ(b.cpus.size(), static_cast<size_t>(host.processing_units));
 }
 
 }  // namespace

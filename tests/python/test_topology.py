@@ -30,7 +30,7 @@ def test_group_view_names_hosts_local_ranks_and_binding():
         assert view["layout"]["hosts"][0]["ranks"] == [0, 1, 2]
         assert view["layout"]["local_rank"] == rank and view["layout"]["local_size"] == 3
         assert view["host"]["source"] == "live" and view["host"]["processing_units"] >= 1
-        assert view["binding"]["cpus"] and view["binding"]["numa_nodes"]
+        assert view["binding"]["cpus"] and view["binding"]["numa"] >= 0
         assert view["transports"]["intra_host"] == "shm"
 
 
@@ -56,6 +56,14 @@ def test_configured_costs_and_forced_plans_show_in_the_report(tmp_path):
                                                   "source": "configured"}
         big = next(p for p in routing["plans"] if p["op"] == "all_reduce" and p["bytes"] == 64 << 20)
         assert big["plan"] == "leader" and big["forced"] and big["algorithm"] == "ring"
+
+
+def test_ranks_spread_over_the_numa_nodes_of_a_two_socket_host():
+    env = {"DOMINO_TOPO_FILE": str(FIXTURES / "two-socket-server.xml")}
+    views = assert_all_ok(run_ranks(4, "topology_view", env=env))
+    assert [v["binding"]["numa"] for v in views] == [0, 0, 1, 1]
+    for view in views:  # this machine's CPUs are not the fixture's: they fall back to the allowed ones
+        assert view["binding"]["cpus"] and view["host"]["source"].endswith("two-socket-server.xml")
 
 
 def test_command_line_prints_the_host_as_text_and_json():
