@@ -10,6 +10,7 @@
 #include "OverlapBindings.h"
 #include "PriorityGuard.h"
 #include "ProcessGroupDomino.h"
+#include "engine/PlanTrial.h"
 #include "plugins/common/Reduction.h"
 
 namespace py = pybind11;
@@ -64,6 +65,9 @@ py::dict routing_dict(const domino::ProcessGroupDomino& pg, const std::vector<si
   out["cost_model"] = py::dict(py::arg("intra") = link_dict(router.costs().intra),
                                py::arg("inter") = link_dict(router.costs().inter));
   out["inter_small_message_bytes"] = router.inter_small_message_bytes();
+  // Small all-reduces across hosts are decided by the group's own trial (engine/PlanTrial.h).
+  out["measured_up_to_bytes"] =
+      router.multi_host() && !router.options().forced_plan ? domino::PlanTrial::kMaxBytes : 0;
   py::list plans;
   for (topo::Collective op : topo::all_collectives()) {
     for (size_t bytes : sizes) {

@@ -79,6 +79,9 @@ def _print_routing(routing: dict) -> None:
         f"{level} {c['latency_us']:.1f} us + bytes / {c['gbytes_per_s']:.2f} GB/s ({c['source']})"
         for level, c in costs.items()))
     print(f"inter-host all-reduce: recursive doubling up to {_size(routing['inter_small_message_bytes'])}")
+    if routing["measured_up_to_bytes"]:
+        print(f"all-reduces up to {_size(routing['measured_up_to_bytes'])} across hosts: "
+              "plan measured on the group's first calls (DOMINO_LOG=info)")
     print(f"{'op':<15}{'size':>9}  {'plan':<13}{'algorithm':<20}{'predicted':>12}  alternatives")
     for p in routing["plans"]:
         others = ", ".join(f"{k} {v:.0f} us" for k, v in p["alternatives_us"].items() if k != p["plan"])

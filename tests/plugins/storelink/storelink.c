@@ -19,10 +19,17 @@ struct domino_comm {
 
 static size_t element_size(domino_dtype_t t) {
   switch (t) {
-    case DOMINO_FLOAT64: case DOMINO_INT64: return 8;
-    case DOMINO_FLOAT32: case DOMINO_INT32: return 4;
-    case DOMINO_FLOAT16: case DOMINO_BFLOAT16: return 2;
-    default: return 1;
+    case DOMINO_FLOAT64:
+    case DOMINO_INT64:
+      return 8;
+    case DOMINO_FLOAT32:
+    case DOMINO_INT32:
+      return 4;
+    case DOMINO_FLOAT16:
+    case DOMINO_BFLOAT16:
+      return 2;
+    default:
+      return 1;
   }
 }
 
@@ -33,7 +40,8 @@ static int fail(char* err, size_t n, int status, const char* what, const char* d
 
 static void trace(domino_comm_t* c, const char* op) {
   const char* on = getenv("STORELINK_TRACE");
-  if (on && on[0] == '1') fprintf(stderr, "storelink %s on %s rank %d of %d\n", op, c->group, c->rank, c->size);
+  if (on && on[0] == '1')
+    fprintf(stderr, "storelink %s on %s rank %d of %d\n", op, c->group, c->rank, c->size);
 }
 
 /* Publishes mine under this call's key, then fetches rank r's into out (r may be this rank). */
@@ -52,23 +60,38 @@ static int fetch(domino_comm_t* c, int r, void* out, size_t bytes, char* err, si
   return DOMINO_OK;
 }
 
-#define COMBINE(T)                                              \
-  for (size_t i = 0; i < count; ++i) {                          \
-    T a = ((T*)acc)[i], b = ((const T*)in)[i];                  \
-    ((T*)acc)[i] = op == DOMINO_MAX ? (a > b ? a : b)           \
-                   : op == DOMINO_MIN ? (a < b ? a : b)         \
-                   : op == DOMINO_PRODUCT ? (T)(a * b) : (T)(a + b); \
+#define COMBINE(T)                                          \
+  for (size_t i = 0; i < count; ++i) {                      \
+    T a = ((T*)acc)[i], b = ((const T*)in)[i];              \
+    ((T*)acc)[i] = op == DOMINO_MAX       ? (a > b ? a : b) \
+                   : op == DOMINO_MIN     ? (a < b ? a : b) \
+                   : op == DOMINO_PRODUCT ? (T)(a * b)      \
+                                          : (T)(a + b);     \
   }
 
 static int combine(void* acc, const void* in, size_t count, domino_dtype_t t, domino_redop_t op) {
   switch (t) {
-    case DOMINO_FLOAT32: COMBINE(float); break;
-    case DOMINO_FLOAT64: COMBINE(double); break;
-    case DOMINO_INT32: COMBINE(int32_t); break;
-    case DOMINO_INT64: COMBINE(int64_t); break;
-    case DOMINO_INT8: COMBINE(int8_t); break;
-    case DOMINO_UINT8: case DOMINO_BOOL: COMBINE(uint8_t); break;
-    default: return 0;
+    case DOMINO_FLOAT32:
+      COMBINE(float);
+      break;
+    case DOMINO_FLOAT64:
+      COMBINE(double);
+      break;
+    case DOMINO_INT32:
+      COMBINE(int32_t);
+      break;
+    case DOMINO_INT64:
+      COMBINE(int64_t);
+      break;
+    case DOMINO_INT8:
+      COMBINE(int8_t);
+      break;
+    case DOMINO_UINT8:
+    case DOMINO_BOOL:
+      COMBINE(uint8_t);
+      break;
+    default:
+      return 0;
   }
   return 1;
 }
@@ -85,7 +108,9 @@ static int create(const domino_comm_config_t* config, domino_comm_t** out, char*
   return DOMINO_OK;
 }
 
-static void destroy(domino_comm_t* c) { free(c); }
+static void destroy(domino_comm_t* c) {
+  free(c);
+}
 
 static int allreduce(domino_comm_t* c, const domino_buffer_t* send, domino_buffer_t* recv,
                      domino_redop_t op, char* err, size_t n) {
@@ -134,9 +159,22 @@ static int broadcast(domino_comm_t* c, domino_buffer_t* buffer, int32_t root, ch
   return status;
 }
 
-static const domino_plugin_v1_t table = {
-    DOMINO_PLUGIN_ABI_VERSION, "storelink", DOMINO_DEVICE_CPU, create, destroy, allreduce,
-    barrier, broadcast, NULL, allgather, NULL, NULL, NULL, NULL, NULL, NULL};
+static const domino_plugin_v1_t table = {DOMINO_PLUGIN_ABI_VERSION,
+                                         "storelink",
+                                         DOMINO_DEVICE_CPU,
+                                         create,
+                                         destroy,
+                                         allreduce,
+                                         barrier,
+                                         broadcast,
+                                         NULL,
+                                         allgather,
+                                         NULL,
+                                         NULL,
+                                         NULL,
+                                         NULL,
+                                         NULL,
+                                         NULL};
 
 const domino_plugin_v1_t* domino_plugin_init(uint32_t abi_version) {
   return abi_version == DOMINO_PLUGIN_ABI_VERSION ? &table : NULL;
