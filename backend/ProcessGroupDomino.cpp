@@ -14,6 +14,7 @@
 #include "TensorBuffer.h"
 #include "Work.h"
 #include "config/Log.h"
+#include "engine/LinkProbe.h"
 #include "engine/ProgressLane.h"
 #include "engine/RoutedComm.h"
 #include "plugins/common/Dtype.h"
@@ -185,15 +186,53 @@ const char* ProcessGroupDomino::inter_transport() const {
                                                                       : "none";
 }
 
+topology::LinkCost ProcessGroupDomino::measure_inter_link(int peer) {
+  std::vector<int64_t> members = {global_ranks_[0], global_ranks_[static_cast<size_t>(peer)]};
+  StoreBootstrap bootstrap(store_, "domino/probe/");
+  const std::string name = group_name_ + "/probe";
+  domino_comm_config_t config{};
+  config.rank = rank_ == 0 ? 0 : 1;
+  config.size = 2;
+  config.global_ranks = members.data();
+  config.group_name = name.c_str();
+  // Short: a peer that cannot answer must not hold up the group's creation for long.
+  config.timeout_ms = std::min<int64_t>(options_->timeout.count(), 10000);
+  config.bootstrap = bootstrap.table();
+  Communicator comm(inter_plugin_, config);
+  return probe_link(comm, config.rank);
+}
+
 topology::Router ProcessGroupDomino::agree_on_routing(const std::string& host_list) {
   topology::CostModel costs;
   if (settings_.cost_intra) costs.intra = *settings_.cost_intra;
-  if (settings_.cost_inter) costs.inter = *settings_.cost_inter;
+  if (settings_.cost_inter) {
+    costs.inter = *settings_.cost_inter;
+  } else if (!layout_.single_host()) {
+    // Rank 0 and the first rank of the next host measure the link; everyone adopts rank 0's.
+    const int peer = layout_.host_ranks[1].front();
+    if (rank_ == 0 || rank_ == peer) {
+      try {
+        costs.inter = measure_inter_link(peer);
+      } catch (const std::exception& e) {
+        log_line(LogLevel::kWarn, rank_,
+                 label() + ": could not measure the inter-host link (" + e.what() +
+                     "); the router keeps its default costs. Set DOMINO_COST_INTER to your "
+                     "network's figures.");
+      }
+    }
+  }
   auto encode = [](const topology::LinkCost& c) {
     return std::to_string(c.latency_us) + ";" + std::to_string(c.gbytes_per_s) + ";" + c.source;
   };
-  const std::string mine = settings_.plan + ";" + settings_.inter_algorithm + ";" +
-                           encode(costs.intra) + ";" + encode(costs.inter);
+  // What the user chose (compared across ranks), then the costs in force (rank 0's measurement
+  // where nothing was configured).
+  auto configured = [](const std::optional<topology::LinkCost>& c) {
+    return c ? std::to_string(c->latency_us) + "," + std::to_string(c->gbytes_per_s) : "-";
+  };
+  const std::string choices = settings_.plan + ";" + settings_.inter_algorithm + ";" +
+                              configured(settings_.cost_intra) + ";" +
+                              configured(settings_.cost_inter);
+  const std::string mine = choices + ";" + encode(costs.intra) + ";" + encode(costs.inter);
   const std::string key = "domino/routing";
   std::string agreed = mine;
   if (rank_ == 0) {
@@ -202,7 +241,7 @@ topology::Router ProcessGroupDomino::agree_on_routing(const std::string& host_li
     store_->wait({key}, options_->timeout);
     const std::vector<uint8_t> value = store_->get(key);
     agreed.assign(value.begin(), value.end());
-    if (agreed != mine) {
+    if (agreed.compare(0, choices.size() + 1, choices + ";") != 0) {
       log_line(LogLevel::kWarn, rank_,
                label() + ": DOMINO_ALGO or DOMINO_COST_* differ from rank 0's; every rank uses " +
                    "rank 0's (" + agreed + ") so that all plan alike");
@@ -215,7 +254,7 @@ topology::Router ProcessGroupDomino::agree_on_routing(const std::string& host_li
     if (end == std::string::npos) break;
     start = end + 1;
   }
-  TORCH_CHECK(fields.size() == 8, "domino: init of ", label(), ": malformed routing record '",
+  TORCH_CHECK(fields.size() == 10, "domino: init of ", label(), ": malformed routing record '",
               agreed, "' from rank 0 (mixed torch-domino versions?)");
   topology::RouterOptions options;
   if (fields[0] == "flat") {
@@ -229,8 +268,8 @@ topology::Router ProcessGroupDomino::agree_on_routing(const std::string& host_li
     options.forced_plan = topology::PlanKind::kLeader;
   }
   options.forced_inter_algorithm = fields[1];
-  costs.intra = {std::stod(fields[2]), std::stod(fields[3]), fields[4]};
-  costs.inter = {std::stod(fields[5]), std::stod(fields[6]), fields[7]};
+  costs.intra = {std::stod(fields[4]), std::stod(fields[5]), fields[6]};
+  costs.inter = {std::stod(fields[7]), std::stod(fields[8]), fields[9]};
   log_line(LogLevel::kDebug, rank_, label() + ": host layout " + host_list);
   return topology::Router(layout_, costs, options);
 }

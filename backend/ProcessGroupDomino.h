@@ -134,6 +134,8 @@ class ProcessGroupDomino : public c10d::Backend {
   // The lane's communicators, created on its first collective (in that lane's thread: every rank
   // reaches it in the same lane order, which is the contract).
   RoutedComm& communicator(int lane);
+  // Ping-pong with group rank peer over the inter-host transport (ranks 0 and peer only).
+  topology::LinkCost measure_inter_link(int peer);
   // Chooses binding_ from the host topology and applies the NIC choice.
   void bind();
   // Rank 0's plan settings and costs, which every rank adopts so that all plan alike.

@@ -7,6 +7,7 @@
 #include "config/Log.h"
 #include "plugins/common/Dtype.h"
 #include "plugins/common/Reduction.h"
+#include "plugins/common/TransportError.h"
 
 namespace domino {
 
@@ -98,10 +99,17 @@ void RoutedComm::run_allreduce(PlanKind kind, const domino_buffer_t& send, domin
   if (send.ptr != recv.ptr && bytes > 0) std::memcpy(recv.ptr, send.ptr, bytes);
   // AVG is a sum until the end: a mean of per-host means would weigh hosts, not ranks.
   const domino_redop_t step_op = op == DOMINO_AVG ? DOMINO_SUM : op;
-  if (kind == PlanKind::kHierarchical) {
-    allreduce_hierarchical(recv, step_op);
-  } else {
-    allreduce_leader(recv, step_op);
+  try {
+    if (kind == PlanKind::kHierarchical) {
+      allreduce_hierarchical(recv, step_op);
+    } else {
+      allreduce_leader(recv, step_op);
+    }
+  } catch (const TransportError& e) {
+    // The failing step names its own sub-group; say which collective it was part of.
+    throw TransportError(e.status(),
+                         std::string("allreduce (") + topology::plan_name(kind) +
+                             " plan across hosts) failed in one of its steps: " + e.what());
   }
   if (op == DOMINO_AVG) divide_buffer(recv.ptr, recv.count, recv.dtype, size_);
 }

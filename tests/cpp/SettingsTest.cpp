@@ -67,9 +67,34 @@ TEST(Settings, EveryKnownVariableIsAccepted) {
   for (const auto& name : known_variables()) {
     EXPECT_EQ(name.rfind("DOMINO_", 0), 0u) << name;
   }
-  EXPECT_EQ(known_variables().size(), 11u);
+  EXPECT_EQ(known_variables().size(), 13u);
   EXPECT_FALSE(parse_settings({{"DOMINO_SINGLE_COPY", "off"}}).settings.single_copy);
   EXPECT_THROW(parse_settings({{"DOMINO_SINGLE_COPY", "on"}}), ConfigError);
+}
+
+TEST(Settings, AlgoTakesOnePlanOneInterAlgorithmAndOneSharedMemoryAlgorithm) {
+  const Settings s =
+      parse_settings({{"DOMINO_ALGO", "hierarchical,Rabenseifner,direct"}}).settings;
+  EXPECT_EQ(s.plan, "hierarchical");
+  EXPECT_EQ(s.inter_algorithm, "rabenseifner");
+  EXPECT_EQ(s.algorithm, IntraAlgorithm::kDirect);
+  EXPECT_EQ(parse_settings({{"DOMINO_ALGO", "auto"}}).settings.plan, "auto");
+  for (const char* bad : {"ring,rabenseifner", "flat,leader", "auto,ring", "hierarchical,", "x"}) {
+    EXPECT_THROW(parse_settings({{"DOMINO_ALGO", bad}}), ConfigError) << bad;
+  }
+}
+
+TEST(Settings, CostsParseOrNameTheVariable) {
+  const Settings s = parse_settings({{"DOMINO_COST_INTER", "25,1.5"}}).settings;
+  ASSERT_TRUE(s.cost_inter.has_value());
+  EXPECT_DOUBLE_EQ(s.cost_inter->latency_us, 25);
+  EXPECT_FALSE(s.cost_intra.has_value());
+  try {
+    parse_settings({{"DOMINO_COST_INTRA", "fast"}});
+    ADD_FAILURE() << "accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("DOMINO_COST_INTRA"), std::string::npos);
+  }
 }
 
 }  // namespace

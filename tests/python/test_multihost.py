@@ -64,15 +64,19 @@ def test_a_host_dying_mid_collective_is_reported_by_the_other_host():
     hosts = LAYOUTS["2x2"]
     results = run_ranks(4, "killed_mid_collective", kill_after_s={2: 4.0, 3: 4.0},
                         group_timeout_s=15, rank_env=host_env(hosts), timeout=120)
-    assert results[2].returncode == -9 and results[3].returncode == -9
+    # Rank 3 may notice rank 2's death and finish before its own kill: either is fine.
+    assert results[2].returncode == -9 and results[3].returncode in (-9, 0)
     for r in results[:2]:
         assert r.ok, r.output[-3000:]
         outcome = r.value
         assert outcome["runtime"], outcome
         assert outcome["seconds"] < 25, outcome
         message = outcome["message"]
+        # Each survivor names what it saw fail: a rank of the other host, or its own host's
+        # other rank if that one gave up first.
         assert "allreduce" in message and any(f"global {g}" in message or f"rank(s) {g}" in message
-                                              or f"rank {g}" in message for g in (1, 2, 3)), message
+                                              or f"rank {g}" in message
+                                              for g in range(4) if g != r.rank), message
     assert not domino_shm_segments()
 
 
