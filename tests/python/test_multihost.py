@@ -64,8 +64,10 @@ def test_a_host_dying_mid_collective_is_reported_by_the_other_host():
     hosts = LAYOUTS["2x2"]
     results = run_ranks(4, "killed_mid_collective", kill_after_s={2: 4.0, 3: 4.0},
                         group_timeout_s=15, rank_env=host_env(hosts), timeout=120)
-    # Rank 3 may notice rank 2's death and finish before its own kill: either is fine.
-    assert results[2].returncode == -9 and results[3].returncode in (-9, 0)
+    # The two timers race: the second rank of host b may notice the first's death and finish
+    # before its own kill. At least one must really have been SIGKILLed.
+    codes = {results[2].returncode, results[3].returncode}
+    assert -9 in codes and codes <= {-9, 0}, codes
     for r in results[:2]:
         assert r.ok, r.output[-3000:]
         outcome = r.value
