@@ -37,7 +37,7 @@ MODES = {
     "flat ring": ("domino", "flat,ring"),
     "gloo": ("gloo", ""),
 }
-LARGE = ["auto (router)", "hierarchical", "flat ring", "gloo"]
+LARGE = ["auto (router)", "hierarchical", "leader", "flat ring", "gloo"]
 SMALL = ["auto (router)", "hierarchical", "leader", "flat"]
 CONTIGUOUS, INTERLEAVED = (0, 0, 1, 1), (0, 1, 0, 1)
 
@@ -122,6 +122,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--mbit", type=float, default=1000)
     parser.add_argument("--small-only", action="store_true", help="skip the 16 MiB part")
+    parser.add_argument("--large-only", action="store_true", help="skip the small-message part")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "multihost"))
     args = parser.parse_args()
     if args.worker:
@@ -143,8 +144,8 @@ def main() -> None:
                     rows.append({"part": "16 MiB", "mode": name, "bytes": large, **r})
                     print(f"16 MiB  {name:<30} {r['median_us'] / 1e3:8.1f} ms  "
                           f"{r['wire_bytes'] / 2**20:7.1f} MiB on the link", flush=True)
-        small = [8, 64, 512, 4096]
-        res = launch(link, SMALL, CONTIGUOUS, small, iters=200, repeats=args.repeats)
+        small = [] if args.large_only else [8, 64, 512, 4096]
+        res = launch(link, SMALL, CONTIGUOUS, small, iters=200, repeats=args.repeats) if small else {}
         for size in small:
             for mode in SMALL:
                 r = res[f"{mode}@{size}"]

@@ -3,8 +3,9 @@ Domino for each split, and a no-communication bound (same compute, all-reduces r
 
 The two ranks sit on two simulated hosts: network namespaces joined by a veth pair whose link
 is shaped with tc (token bucket), so that naive TP spends 30-50% of its step communicating; the
-rate is calibrated to land there. The group is gloo over TCP across the link (the domino backend
-does not cross hosts yet), one gloo thread so reductions leave in issue order. Without
+rate is calibrated to land there. The group is gloo over TCP across the link, one gloo thread so
+reductions leave in issue order, or with --backend domino the domino backend (UCX over TCP on
+the link; the layers' reductions take its high lane). Without
 namespaces (not root, no `ip`/`tc`), it says so and runs both ranks on this host over loopback.
 The "no-comm" rows are the Domino schedules with the reductions removed: the cost of cutting
 the batch and the weights, without communication.
@@ -46,12 +47,14 @@ def launch(link: ShapedLink, args, mode_names: list[str]) -> dict:
     master = link.addresses[0] if link.up else "127.0.0.1"
     procs = []
     for rank in range(2):
-        env = dict(os.environ, OMP_NUM_THREADS="1", GLOO_SOCKET_IFNAME=f"dbench{rank}" if link.up else "lo")
+        device = link.device(rank) if link.up else "lo"
+        env = dict(os.environ, OMP_NUM_THREADS="1", GLOO_SOCKET_IFNAME=device,
+                   UCX_TLS="tcp,self", UCX_NET_DEVICES=device)
         cmd = [sys.executable, __file__, "--worker", "--rank", str(rank), "--master", master,
                "--port", str(port), "--modes", ",".join(mode_names), "--steps", str(args.steps),
                "--hidden", str(args.hidden), "--seq", str(args.seq), "--batch", str(args.batch),
                "--layers", str(args.layers),
-               "--gloo-threads", str(args.gloo_threads)]
+               "--gloo-threads", str(args.gloo_threads), "--backend", args.backend]
         if link.up:
             cmd = ["ip", "netns", "exec", link.namespaces[rank], *cmd]
         procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
@@ -70,12 +73,14 @@ def worker(args) -> None:
     from torch_domino.overlap import DominoTransformer, TransformerConfig
 
     torch.set_num_threads(1)
-    options = dist.ProcessGroupGloo._Options()
-    # One gloo thread: reductions leave in the order issued instead of splitting the link, so
-    # the first one a micro-batch waits for finishes first.
-    options._threads = args.gloo_threads
-    dist.init_process_group("gloo", init_method=f"tcp://{args.master}:{args.port}", rank=args.rank,
-                            world_size=2, pg_options=options)
+    options = None
+    if args.backend == "gloo":
+        options = dist.ProcessGroupGloo._Options()
+        # One gloo thread: reductions leave in the order issued instead of splitting the link,
+        # so the first one a micro-batch waits for finishes first.
+        options._threads = args.gloo_threads
+    dist.init_process_group(args.backend, init_method=f"tcp://{args.master}:{args.port}",
+                            rank=args.rank, world_size=2, pg_options=options)
     x = torch.randn(args.seq, args.batch, args.hidden, generator=torch.Generator().manual_seed(0))
     models = {}
     for name, split, mb, cc, overlap, communicate in MODES:
@@ -119,6 +124,7 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--mbit", type=float, default=0, help="link rate; 0 calibrates")
     parser.add_argument("--gloo-threads", type=int, default=1)
+    parser.add_argument("--backend", choices=["gloo", "domino"], default="gloo")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "overlap"))
     args = parser.parse_args()
     if args.worker:
@@ -161,7 +167,7 @@ def main() -> None:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    header = (f"TP=2, {args.layers} layers, h={args.hidden}, s={args.seq}, b={args.batch}, fp32, gloo; "
+    header = (f"TP=2, {args.layers} layers, h={args.hidden}, s={args.seq}, b={args.batch}, fp32, {args.backend}; "
               f"{where}" + (f" at {rate:.0f} Mbit/s" if shaped else "") +
               f"; naive spends {(naive - bound) / naive:.0%} of its step communicating")
     lines = [f"# Domino overlap: per-layer step time (forward + backward)", "", header, "",
