@@ -142,8 +142,8 @@ ProcessGroupDomino::ProcessGroupDomino(const c10::intrusive_ptr<c10d::Store>& st
                         "' names no loaded transport; accepted values: auto, ", known,
                         ". Fix the name or add its plugin directory to DOMINO_PLUGIN_PATH.");
     }
+    bind();  // before anything starts UCX, which reads UCX_NET_DEVICES once
     router_ = std::make_unique<topology::Router>(agree_on_routing(hosts));
-    bind();
     // The normal lane's communicator also carries point-to-point traffic; make it now so that
     // set-up errors surface at init.
     communicator(static_cast<int>(Priority::kNormal));
@@ -304,7 +304,7 @@ void ProcessGroupDomino::bind() {
                                         layout_.local_size(rank_), allowed);
     // Rail alignment: with several NICs, UCX uses the one next to this rank's node, unless the
     // user chose (UCX's own UCX_NET_DEVICES wins). UCX reads it when it starts, once per process.
-    if (router_->uses_inter() && topo.nics.size() > 1 && !binding_.nic.empty() &&
+    if (!layout_.single_host() && topo.nics.size() > 1 && !binding_.nic.empty() &&
         std::getenv("UCX_NET_DEVICES") == nullptr &&
         std::filesystem::exists("/sys/class/net/" + binding_.nic)) {
       setenv("UCX_NET_DEVICES", binding_.nic.c_str(), 0);
@@ -353,8 +353,9 @@ RoutedComm& ProcessGroupDomino::communicator(int lane) {
     config.bootstrap = slot.bootstraps.back()->table();
     if (spec.inter) {
       config.small_message_bytes = router_->inter_small_message_bytes();
-      config.algorithm =
-          settings_.inter_algorithm.empty() ? nullptr : settings_.inter_algorithm.c_str();
+      // Rank 0's choice (agreed with the router), so every rank runs the same algorithm.
+      const std::string& forced = router_->options().forced_inter_algorithm;
+      config.algorithm = forced.empty() ? nullptr : forced.c_str();
     } else {
       config.small_message_bytes = settings_.algorithm == IntraAlgorithm::kDirect ? kDirectOnlyBytes
                                    : settings_.algorithm == IntraAlgorithm::kReduceScatterAllGather

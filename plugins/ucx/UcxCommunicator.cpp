@@ -111,6 +111,18 @@ UcxCommunicator::UcxCommunicator(const domino_comm_config_t& config)
         r == rank_ ? worker_.address()
                    : bootstrap.get("ucx/" + std::to_string(r), timeout_, kAddressCapacity);
   }
+  // Claimed last, so a failed set-up above leaves nothing to release.
+  if (!worker_.claim_id(comm_id_)) {
+    throw TransportError(DOMINO_ERR_INVALID,
+                         "ucx communicator for group '" + group_ +
+                             "': its name hashes to the same message id as another live group "
+                             "of this process, so their messages could mix. Create the group "
+                             "again (it gets a new name) or destroy the other one first.");
+  }
+}
+
+UcxCommunicator::~UcxCommunicator() {
+  worker_.release_id(comm_id_);
 }
 
 UcxCommunicator::Call UcxCommunicator::start(const char* op, const char* algorithm) const {
@@ -165,16 +177,21 @@ void UcxCommunicator::finish(const Call& call, std::vector<Transfer>& transfers)
                              ". Check those ranks' logs; raise the group timeout if they are "
                              "just slow.");
   }
+  // The transfer that failed first explains the rest, which were cancelled because of it.
+  std::stable_partition(transfers.begin(), transfers.end(),
+                        [](const Transfer& t) { return t.status != UCS_ERR_CANCELED; });
   for (const Transfer& t : transfers) {
     if (t.status == UCS_ERR_MESSAGE_TRUNCATED ||
         (t.status == UCS_OK && t.is_receive && t.received_bytes != t.bytes)) {
-      throw TransportError(DOMINO_ERR_MISMATCH,
+      // Broken, not recoverable: partners may have more messages of this op in flight.
+      throw TransportError(DOMINO_ERR_PEER,
                            where + ": rank " + describe_ranks({t.peer}) + " sent " +
                                (t.status == UCS_OK ? std::to_string(t.received_bytes) + " bytes"
                                                    : std::string("more bytes")) +
                                " where this rank expected " + std::to_string(t.bytes) +
                                ": the ranks disagree on the size or dtype of this " + call.op +
-                               ". Every rank must pass tensors of the same shape and dtype.");
+                               ". Every rank must pass tensors of the same shape and dtype; "
+                               "this group cannot continue.");
     }
     if (t.status != UCS_OK) {
       throw TransportError(DOMINO_ERR_PEER, where + ": transfer with rank " +
@@ -235,7 +252,14 @@ void UcxCommunicator::allreduce_recursive_doubling(const Call& call, char* data,
     for (int mask = 1; mask < pof2; mask <<= 1) {
       const int partner = unfolded(me ^ mask, pof2);
       exchange(call, partner, data, bytes, partner, theirs.data(), bytes);
-      combine(data, theirs.data(), count, dtype, op);
+      // Both partners apply op with the lower rank's operand first, so order-sensitive cases
+      // (NaN or signed zeros under MIN and MAX) end up the same on both.
+      if (rank_ < partner) {
+        combine(data, theirs.data(), count, dtype, op);
+      } else {
+        combine(theirs.data(), data, count, dtype, op);
+        if (bytes > 0) std::memcpy(data, theirs.data(), bytes);
+      }
     }
   }
   fold_out(call, data, bytes, pof2, me);
@@ -455,17 +479,18 @@ void UcxCommunicator::alltoall(const domino_buffer_t& send, const uint64_t* send
   const size_t element = dtype_size(send.dtype);
   const char* in = static_cast<const char*>(send.ptr);
   char* out = static_cast<char*>(recv.ptr);
+  const size_t self = static_cast<size_t>(rank_);
+  if (recv_counts[self] != send_counts[self]) {  // before anything is posted
+    throw TransportError(DOMINO_ERR_INVALID,
+                         std::string("ucx alltoall on group '") + group_ + "': rank " +
+                             std::to_string(rank_) + " sends itself " +
+                             std::to_string(send_counts[self]) + " elements but expects " +
+                             std::to_string(recv_counts[self]));
+  }
   std::vector<Transfer> transfers;
   for (int r = 0; r < size_; ++r) {
     const size_t i = static_cast<size_t>(r);
     if (r == rank_) {
-      if (recv_counts[i] != send_counts[i]) {
-        throw TransportError(DOMINO_ERR_INVALID,
-                             std::string("ucx alltoall on group '") + group_ + "': rank " +
-                                 std::to_string(rank_) + " sends itself " +
-                                 std::to_string(send_counts[i]) + " elements but expects " +
-                                 std::to_string(recv_counts[i]));
-      }
       if (send_counts[i] > 0) {
         std::memcpy(out + recv_offsets[i] * element, in + send_offsets[i] * element,
                     send_counts[i] * element);

@@ -31,6 +31,9 @@ AllreduceAlgorithm auto_allreduce_algorithm(size_t bytes, int ranks, size_t smal
 class UcxCommunicator {
  public:
   explicit UcxCommunicator(const domino_comm_config_t& config);
+  UcxCommunicator(const UcxCommunicator&) = delete;
+  UcxCommunicator& operator=(const UcxCommunicator&) = delete;
+  ~UcxCommunicator();
 
   void allreduce(const domino_buffer_t& send, const domino_buffer_t& recv, domino_redop_t op);
   void reduce(const domino_buffer_t& send, const domino_buffer_t& recv, domino_redop_t op,

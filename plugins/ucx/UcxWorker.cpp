@@ -3,6 +3,7 @@
 #include <sys/prctl.h>
 #include <time.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "../common/TransportError.h"
@@ -93,6 +94,16 @@ void UcxWorker::drop_endpoint(const std::string& peer_address) {
   endpoints_.erase(found);
 }
 
+bool UcxWorker::claim_id(uint64_t id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return ids_.emplace(id, 1).second;
+}
+
+void UcxWorker::release_id(uint64_t id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ids_.erase(id);
+}
+
 Transfer UcxWorker::post_send(const std::string& peer_address, int peer, ucp_tag_t tag,
                               const void* data, size_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -167,12 +178,17 @@ bool UcxWorker::poll(std::vector<Transfer>& transfers) {
 std::vector<size_t> UcxWorker::wait(std::vector<Transfer>& transfers,
                                     std::chrono::steady_clock::time_point deadline) {
   // Spin briefly (small messages complete within microseconds), then back off so that ranks
-  // sharing few cores leave them to whoever has work.
-  for (int round = 0;; ++round) {
+  // sharing few cores leave them to whoever has work. A failed transfer ends the wait at once:
+  // its partners would otherwise sit out the whole timeout.
+  bool failed = false;
+  for (int round = 0;; round = std::min(round + 1, 1 << 20)) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (poll(transfers)) return {};
+      for (const Transfer& t : transfers)
+        failed = failed || (t.request == nullptr && t.status != UCS_OK);
     }
+    if (failed) break;
     if (round < 64) {
       std::this_thread::yield();
       continue;
@@ -185,18 +201,24 @@ std::vector<size_t> UcxWorker::wait(std::vector<Transfer>& transfers,
   for (size_t i = 0; i < transfers.size(); ++i) {
     Transfer& t = transfers[i];
     if (t.request == nullptr) continue;
-    late.push_back(i);
+    if (!failed) late.push_back(i);
     if (t.is_receive) {
       ucp_request_cancel(worker_, t.request);
-      while (ucp_request_check_status(t.request) == UCS_INPROGRESS) ucp_worker_progress(worker_);
-      ucp_request_free(t.request);
+      // A receive already matched to a message in flight cannot be cancelled; give it a
+      // bounded chance to end, else leave the request to UCX (the communicator is broken).
+      for (int spin = 0; spin < 100000 && ucp_request_check_status(t.request) == UCS_INPROGRESS;
+           ++spin) {
+        ucp_worker_progress(worker_);
+      }
+      if (ucp_request_check_status(t.request) != UCS_INPROGRESS) ucp_request_free(t.request);
     } else {
-      // Closing the endpoint cancels the send, so UCX stops reading the caller's buffer.
+      // Closing the endpoint cancels the send, so UCX stops reading the caller's buffer. The
+      // endpoint is shared: other groups' sends to this peer fail too, as they would anyway.
       ucp_request_free(t.request);
       drop_endpoint(t.peer_address);
     }
     t.request = nullptr;
-    t.status = UCS_ERR_TIMED_OUT;
+    t.status = failed ? UCS_ERR_CANCELED : UCS_ERR_TIMED_OUT;
   }
   return late;
 }

@@ -38,6 +38,11 @@ class UcxWorker {
 
   const std::string& address() const { return address_; }
 
+  // Communicators share the worker and tell their messages apart by an id in the tag: two live
+  // ones in one process must not share it. Returns false when id is taken.
+  bool claim_id(uint64_t id);
+  void release_id(uint64_t id);
+
   Transfer post_send(const std::string& peer_address, int peer, ucp_tag_t tag, const void* data,
                      size_t bytes);
   Transfer post_receive(int peer, ucp_tag_t tag, ucp_tag_t mask, void* data, size_t bytes);
@@ -59,6 +64,7 @@ class UcxWorker {
   ucp_worker_h worker_ = nullptr;
   std::string address_;
   std::map<std::string, ucp_ep_h> endpoints_;
+  std::map<uint64_t, int> ids_;
 };
 
 }  // namespace domino::ucx

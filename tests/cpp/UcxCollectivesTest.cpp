@@ -141,7 +141,7 @@ TEST(UcxFaults, ARankThatNeverArrivesIsNamedWithinTheTimeout) {
   for (int r = 0; r < 3; ++r) EXPECT_EQ(outcomes[r].message, "") << "rank " << r;
 }
 
-TEST(UcxFaults, RanksDisagreeingOnTheSizeGetAMismatch) {
+TEST(UcxFaults, RanksDisagreeingOnTheSizeAreToldAndTheGroupIsBroken) {
   testing::UcxGroup group;
   const auto outcomes = group.run(
       2, 5000,
@@ -151,11 +151,59 @@ TEST(UcxFaults, RanksDisagreeingOnTheSizeGetAMismatch) {
           comm.allreduce(buf(data), buf(data), DOMINO_SUM);
           return "no error";
         } catch (const TransportError& e) {
-          if (e.status() != DOMINO_ERR_MISMATCH) return std::string("status: ") + e.what();
+          if (e.status() != DOMINO_ERR_PEER) return std::string("status: ") + e.what();
           return std::string(e.what()).find("disagree") != std::string::npos ? "" : e.what();
         }
       },
       0, "recursive_doubling");
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(outcomes[r].message, "") << "rank " << r;
+}
+
+TEST(UcxCollectives, OrderSensitiveMaxGivesEveryRankTheSameBits) {
+  for (int size : {2, 3, 4}) {
+    testing::UcxGroup group;
+    const auto outcomes = group.run(
+        size, 20000,
+        [size](int rank, UcxCommunicator& comm) -> std::string {
+          // NaN against a number: a < b ? b : a depends on which operand comes first.
+          std::vector<float> data = {rank == 0 ? NAN : 1.0f, -0.0f, rank == 1 ? 0.0f : -0.0f};
+          domino_buffer_t b{data.data(), data.size(), DOMINO_FLOAT32, -1};
+          comm.allreduce(b, b, DOMINO_MAX);
+          std::vector<float> all(data.size() * static_cast<size_t>(size));
+          domino_buffer_t ab{all.data(), all.size(), DOMINO_FLOAT32, -1};
+          comm.allgather(b, ab);
+          for (int r = 0; r < size; ++r) {
+            if (std::memcmp(all.data() + static_cast<size_t>(r) * data.size(), data.data(),
+                            data.size() * sizeof(float)) != 0) {
+              return "rank " + std::to_string(r) + " holds other bits";
+            }
+          }
+          return "";
+        },
+        0, "recursive_doubling");
+    for (int r = 0; r < size; ++r) EXPECT_EQ(outcomes[r].message, "") << "world " << size;
+  }
+}
+
+TEST(UcxCollectives, ABadAlltoallSplitFailsBeforeAnythingIsPosted) {
+  testing::UcxGroup group;
+  const auto outcomes = group.run(2, 20000, [](int rank, UcxCommunicator& comm) -> std::string {
+    std::vector<int64_t> in(4, rank), out(4, -1);
+    std::vector<uint64_t> sc = {2, 2}, so = {0, 2}, rc = {2, 2}, ro = {0, 2};
+    if (rank == 1) {
+      rc[1] = 1;  // expects less from itself than it sends itself
+      try {
+        comm.alltoall(buf(in), sc.data(), so.data(), buf(out), rc.data(), ro.data());
+        return "accepted";
+      } catch (const TransportError&) {
+      }
+      rc[1] = 2;
+    }
+    // Rank 0 went ahead; rank 1 retries correctly and both must still get the right data.
+    comm.alltoall(buf(in), sc.data(), so.data(), buf(out), rc.data(), ro.data());
+    const std::vector<int64_t> want = {0, 0, 1, 1};
+    return expect_eq(out, want, "alltoall after a refused call");
+  });
   for (int r = 0; r < 2; ++r) EXPECT_EQ(outcomes[r].message, "") << "rank " << r;
 }
 
