@@ -122,26 +122,8 @@ ProcessGroupDomino::ProcessGroupDomino(const c10::intrusive_ptr<c10d::Store>& st
 
   try {
     registry_ = std::make_unique<PluginRegistry>(settings_.plugin_path);
-    const std::string intra =
-        settings_.intra_transport == "auto" ? std::string("shm") : settings_.intra_transport;
-    plugin_ = registry_->find(intra);
-    if (plugin_ == nullptr) {
-      std::string known;
-      for (const auto& name : registry_->names()) known += (known.empty() ? "" : ", ") + name;
-      TORCH_CHECK_VALUE(false, "domino: DOMINO_INTRA_TRANSPORT='", intra,
-                        "' names no loaded transport; accepted values: auto, ", known,
-                        ". Fix the name or add its plugin directory to DOMINO_PLUGIN_PATH.");
-    }
-    const std::string inter =
-        settings_.inter_transport == "auto" ? std::string("ucx") : settings_.inter_transport;
-    inter_plugin_ = registry_->find(inter);
-    if (inter_plugin_ == nullptr) {
-      std::string known;
-      for (const auto& name : registry_->names()) known += (known.empty() ? "" : ", ") + name;
-      TORCH_CHECK_VALUE(false, "domino: DOMINO_INTER_TRANSPORT='", inter,
-                        "' names no loaded transport; accepted values: auto, ", known,
-                        ". Fix the name or add its plugin directory to DOMINO_PLUGIN_PATH.");
-    }
+    plugin_ = loaded_transport("DOMINO_INTRA_TRANSPORT", settings_.intra_transport, "shm");
+    inter_plugin_ = loaded_transport("DOMINO_INTER_TRANSPORT", settings_.inter_transport, "ucx");
     bind();  // before anything starts UCX, which reads UCX_NET_DEVICES once
     router_ = std::make_unique<topology::Router>(agree_on_routing(hosts));
     // The normal lane's communicator also carries point-to-point traffic; make it now so that
@@ -179,6 +161,21 @@ void ProcessGroupDomino::shutdown() {
 
 const char* ProcessGroupDomino::intra_transport() const {
   return plugin_ != nullptr ? plugin_->name : "none";
+}
+
+const domino_plugin_v1_t* ProcessGroupDomino::loaded_transport(const char* variable,
+                                                               const std::string& chosen,
+                                                               const char* automatic) const {
+  const std::string name = chosen == "auto" ? std::string(automatic) : chosen;
+  const domino_plugin_v1_t* plugin = registry_->find(name);
+  if (plugin == nullptr) {
+    std::string known;
+    for (const auto& n : registry_->names()) known += (known.empty() ? "" : ", ") + n;
+    TORCH_CHECK_VALUE(false, "domino: ", variable, "='", name,
+                      "' names no loaded transport; accepted values: auto, ", known,
+                      ". Fix the name or add its plugin directory to DOMINO_PLUGIN_PATH.");
+  }
+  return plugin;
 }
 
 const char* ProcessGroupDomino::inter_transport() const {

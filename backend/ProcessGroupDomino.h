@@ -134,6 +134,9 @@ class ProcessGroupDomino : public c10d::Backend {
   // The lane's communicators, created on its first collective (in that lane's thread: every rank
   // reaches it in the same lane order, which is the contract).
   RoutedComm& communicator(int lane);
+  // The registry's transport that variable (whose value is chosen) names; "auto" = automatic.
+  const domino_plugin_v1_t* loaded_transport(const char* variable, const std::string& chosen,
+                                             const char* automatic) const;
   // Ping-pong with group rank peer over the inter-host transport (ranks 0 and peer only).
   topology::LinkCost measure_inter_link(int peer);
   // Chooses binding_ from the host topology and applies the NIC choice.

@@ -50,6 +50,10 @@ RoutedComm::RoutedComm(const topology::Router& router, int rank, const Factory& 
 }
 
 Communicator& RoutedComm::flat(Collective op, size_t bytes) {
+  if (!flat_inter_) {  // one communicator, nothing to choose: keep the router off the hot path
+    last_plan_ = topology::plan_name(PlanKind::kFlatIntra);
+    return *flat_intra_;
+  }
   const topology::Plan plan = router_.choose(op, bytes);
   last_plan_ = topology::plan_name(plan.kind);
   if (plan.kind == PlanKind::kFlatIntra && flat_intra_) return *flat_intra_;
@@ -60,6 +64,10 @@ void RoutedComm::allreduce(const domino_buffer_t& send, const domino_buffer_t& r
                            domino_redop_t op) {
   domino_buffer_t recv = recv_buffer;
   const size_t bytes = recv.count * dtype_size(recv.dtype);
+  if (!flat_inter_) {
+    run_allreduce(PlanKind::kFlatIntra, send, recv, op);
+    return;
+  }
   PlanKind kind = router_.choose(Collective::kAllReduce, bytes).kind;
   PlanTrial* trial =
       small_allreduce_trial_ && bytes <= PlanTrial::kMaxBytes ? &*small_allreduce_trial_ : nullptr;

@@ -517,30 +517,28 @@ void UcxCommunicator::barrier() {
   }
 }
 
-void UcxCommunicator::send(const domino_buffer_t& buffer, int peer, int32_t tag) {
+ucp_tag_t UcxCommunicator::user_tag(const char* op, int source, int32_t tag) const {
   if (tag < 0 || tag >= (1 << kUserTagBits)) {
-    throw TransportError(DOMINO_ERR_INVALID, "ucx send on group '" + group_ + "': tag " +
-                                                 std::to_string(tag) + " is outside 0.." +
+    throw TransportError(DOMINO_ERR_INVALID, std::string("ucx ") + op + " on group '" + group_ +
+                                                 "': tag " + std::to_string(tag) +
+                                                 " is outside 0.." +
                                                  std::to_string((1 << kUserTagBits) - 1));
   }
+  return (comm_id_ << kCommShift) | (kPointToPoint << kKindShift) |
+         (static_cast<ucp_tag_t>(source) << kUserTagBits) | static_cast<ucp_tag_t>(tag);
+}
+
+void UcxCommunicator::send(const domino_buffer_t& buffer, int peer, int32_t tag) {
+  const ucp_tag_t t = user_tag("send", rank_, tag);
   const Call call = start("send");
-  const ucp_tag_t t = (comm_id_ << kCommShift) | (kPointToPoint << kKindShift) |
-                      (static_cast<ucp_tag_t>(rank_) << kUserTagBits) | static_cast<ucp_tag_t>(tag);
   std::vector<Transfer> transfers{
       post_send(peer, t, buffer.ptr, buffer.count * dtype_size(buffer.dtype))};
   finish(call, transfers);
 }
 
 int UcxCommunicator::recv(const domino_buffer_t& buffer, int peer, int32_t tag) {
-  if (tag < 0 || tag >= (1 << kUserTagBits)) {
-    throw TransportError(DOMINO_ERR_INVALID, "ucx recv on group '" + group_ + "': tag " +
-                                                 std::to_string(tag) + " is outside 0.." +
-                                                 std::to_string((1 << kUserTagBits) - 1));
-  }
+  const ucp_tag_t t = user_tag("recv", peer < 0 ? 0 : peer, tag);  // any source: masked out
   const Call call = start("recv");
-  const ucp_tag_t t = (comm_id_ << kCommShift) | (kPointToPoint << kKindShift) |
-                      (static_cast<ucp_tag_t>(peer < 0 ? 0 : peer) << kUserTagBits) |
-                      static_cast<ucp_tag_t>(tag);
   std::vector<Transfer> transfers{
       post_receive(peer, t, peer < 0 ? kFullMask & ~kSourceMask : kFullMask, buffer.ptr,
                    buffer.count * dtype_size(buffer.dtype))};

@@ -60,6 +60,8 @@ class UcxCommunicator {
   Call start(const char* op, const char* algorithm = "") const;
 
   ucp_tag_t collective_tag(int source) const;
+  // A point-to-point tag; throws for a user tag out of range.
+  ucp_tag_t user_tag(const char* op, int source, int32_t tag) const;
   Transfer post_send(int peer, ucp_tag_t tag, const void* data, size_t bytes);
   Transfer post_receive(int peer, ucp_tag_t tag, ucp_tag_t mask, void* data, size_t bytes);
   // Waits for all of transfers; throws naming the op, the group and the ranks at fault.
