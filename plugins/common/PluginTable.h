@@ -85,7 +85,8 @@ struct PluginTable {
             scatter,
             alltoall,
             send,
-            recv};
+            recv,
+            nullptr};
   }
 };
 

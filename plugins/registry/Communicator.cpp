@@ -23,6 +23,20 @@ Communicator::Communicator(const domino_plugin_v1_t* plugin, const domino_comm_c
   if (status != DOMINO_OK) raise(plugin_, status, err, "communicator set-up");
 }
 
+std::unique_ptr<Communicator> Communicator::split(int color, int key,
+                                                  const domino_comm_config_t& config) {
+  if (plugin_->comm_split == nullptr) {
+    throw TransportError(DOMINO_ERR_UNSUPPORTED, std::string("transport '") + plugin_->name +
+                                                     "' cannot split communicators");
+  }
+  char err[kErrorBytes] = {0};
+  domino_comm_t* made = nullptr;
+  const int status = plugin_->comm_split(comm_, color, key, &config, &made, err, sizeof err);
+  if (status != DOMINO_OK) raise(plugin_, status, err, "communicator split");
+  if (made == nullptr) return nullptr;
+  return std::unique_ptr<Communicator>(new Communicator(plugin_, made));
+}
+
 Communicator::~Communicator() {
   if (comm_ != nullptr) plugin_->comm_destroy(comm_);
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "domino/plugin.h"
@@ -18,6 +19,10 @@ class Communicator {
   ~Communicator();
 
   const char* transport() const { return plugin_->name; }
+
+  // A communicator made from this one by the plugin's comm_split, collectively over all of this
+  // communicator's ranks; nullptr for a rank with color < 0. The plugin must have comm_split.
+  std::unique_ptr<Communicator> split(int color, int key, const domino_comm_config_t& config);
 
   void allreduce(const domino_buffer_t& send, domino_buffer_t& recv, domino_redop_t op);
   void barrier();
@@ -39,6 +44,8 @@ class Communicator {
   // buffer; throws TransportError with the plugin's message on failure.
   template <class Entry, class... Args>
   void call(Entry entry, const char* op, Args... args);
+  Communicator(const domino_plugin_v1_t* plugin, domino_comm_t* comm)
+      : plugin_(plugin), comm_(comm) {}
 
   const domino_plugin_v1_t* plugin_;
   domino_comm_t* comm_ = nullptr;

@@ -8,6 +8,9 @@
 #include "../common/TransportError.h"
 #include "../shm/ShmPlugin.h"
 #include "../ucx/UcxPlugin.h"
+#if DOMINO_HAVE_NCCL
+#include "../nccl/NcclPlugin.h"
+#endif
 
 namespace domino {
 
@@ -26,6 +29,9 @@ constexpr const char* kSuffix = ".so";
 PluginRegistry::PluginRegistry(const std::vector<std::string>& search_path) {
   add(domino_shm_plugin(), "built-in");
   add(domino_ucx_plugin(), "built-in");
+#if DOMINO_HAVE_NCCL
+  add(domino_nccl_plugin(), "built-in");
+#endif
   for (const std::string& dir : search_path) {
     std::error_code ec;
     if (dir.empty() || !std::filesystem::is_directory(dir, ec)) continue;

@@ -11,7 +11,7 @@
 extern "C" {
 #endif
 
-#define DOMINO_PLUGIN_ABI_VERSION 2u
+#define DOMINO_PLUGIN_ABI_VERSION 3u
 #define DOMINO_PLUGIN_INIT_SYMBOL "domino_plugin_init"
 
 typedef enum domino_dtype {
@@ -91,6 +91,13 @@ typedef struct domino_comm_config {
    * "rabenseifner", "direct", "rsag"); NULL or "" leaves the choice to the plugin. A plugin that
    * does not know the name fails comm_create with DOMINO_ERR_INVALID. (Added in ABI 2.) */
   const char* algorithm;
+  /* For transports that move device memory (Added in ABI 3; host transports ignore both): the CUDA
+   * device ordinal the communicator serves and the cudaStream_t its collectives are enqueued on.
+   * On a device communicator every collective is stream-ordered: it returns once enqueued, and
+   * the backend learns completion from an event it records on that stream. NULL stream: the
+   * plugin's own. */
+  int32_t device;
+  void* stream;
 } domino_comm_config_t;
 
 typedef struct domino_comm domino_comm_t; /* opaque, owned by the plugin */
@@ -136,6 +143,13 @@ typedef struct domino_plugin_v1 {
   /* peer < 0: from any rank; *source receives the sender. */
   int (*recv)(domino_comm_t* comm, domino_buffer_t* buffer, int32_t peer, int32_t tag,
               int32_t* source, char* err, size_t err_size);
+  /* Makes a communicator out of an existing one, collectively over all of parent's ranks (Added
+   * in ABI 3; NULL: the backend calls comm_create with a rendezvous of its own instead). Ranks
+   * passing the same color >= 0 share the new communicator, ordered by key; color < 0 takes no
+   * part and gets *comm == NULL. config describes the new communicator as comm_create's would. */
+  int (*comm_split)(domino_comm_t* parent, int32_t color, int32_t key,
+                    const domino_comm_config_t* config, domino_comm_t** comm, char* err,
+                    size_t err_size);
 } domino_plugin_v1_t;
 
 /* The one symbol a plugin library exports. Returns NULL if it cannot serve abi_version. */

@@ -1,0 +1,450 @@
+#include "NcclCommunicator.h"
+
+#include <cstring>
+#include <thread>
+
+#include "../common/Bootstrap.h"
+#include "../common/Dtype.h"
+#include "../common/TransportError.h"
+
+namespace domino::nccl {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+// Makes device the current one for this thread while it lives; NCCL calls use the current device.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device) {
+    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
+    if (previous_ != device) cudaSetDevice(device);
+  }
+  ~DeviceScope() {
+    if (previous_ >= 0) cudaSetDevice(previous_);
+  }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  int previous_ = -1;
+};
+
+ncclDataType_t nccl_type(domino_dtype_t dtype) {
+  switch (dtype) {
+    case DOMINO_FLOAT32:
+      return ncclFloat32;
+    case DOMINO_FLOAT64:
+      return ncclFloat64;
+    case DOMINO_FLOAT16:
+      return ncclFloat16;
+    case DOMINO_BFLOAT16:
+      return ncclBfloat16;
+    case DOMINO_INT8:
+      return ncclInt8;
+    case DOMINO_INT32:
+      return ncclInt32;
+    case DOMINO_INT64:
+      return ncclInt64;
+    case DOMINO_UINT8:
+    case DOMINO_BOOL:
+    default:
+      return ncclUint8;
+  }
+}
+
+// NCCL's reduction for op on dtype, or a sentence saying why there is none.
+bool nccl_op(domino_redop_t op, domino_dtype_t dtype, ncclRedOp_t* out, std::string* why) {
+  if (dtype == DOMINO_BOOL) {
+    // Bools are bytes holding 0 or 1: "any" is a max, "all" a min, and neither leaves {0, 1}.
+    switch (op) {
+      case DOMINO_SUM:
+      case DOMINO_MAX:
+      case DOMINO_BOR:
+        *out = ncclMax;
+        return true;
+      case DOMINO_PRODUCT:
+      case DOMINO_MIN:
+      case DOMINO_BAND:
+        *out = ncclMin;
+        return true;
+      default:
+        *why = "NCCL cannot reduce bool tensors with this op";
+        return false;
+    }
+  }
+  switch (op) {
+    case DOMINO_SUM:
+      *out = ncclSum;
+      return true;
+    case DOMINO_PRODUCT:
+      *out = ncclProd;
+      return true;
+    case DOMINO_MIN:
+      *out = ncclMin;
+      return true;
+    case DOMINO_MAX:
+      *out = ncclMax;
+      return true;
+    case DOMINO_AVG:
+      *out = ncclAvg;
+      return true;
+    default:
+      *why = "NCCL has no bitwise reductions (BAND, BOR, BXOR)";
+      return false;
+  }
+}
+}  // namespace
+
+void NcclCommunicator::adopt(const domino_comm_config_t& config) {
+  if (config.size <= 0 || config.rank < 0 || config.rank >= config.size) {
+    throw TransportError(DOMINO_ERR_INVALID, "nccl: rank " + std::to_string(config.rank) +
+                                                 " is not within a communicator of " +
+                                                 std::to_string(config.size));
+  }
+  device_ = config.device;
+  rank_ = config.rank;
+  size_ = config.size;
+  group_name_ = config.group_name != nullptr ? config.group_name : "?";
+  timeout_ = std::chrono::milliseconds(config.timeout_ms > 0 ? config.timeout_ms : 600000);
+  global_ranks_.clear();
+  for (int i = 0; i < size_; ++i) {
+    global_ranks_.push_back(config.global_ranks != nullptr ? config.global_ranks[i] : i);
+  }
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || device_ < 0 || device_ >= devices) {
+    throw TransportError(DOMINO_ERR_INVALID, where("set-up") + ": CUDA device " +
+                                                 std::to_string(device_) + " is not one of the " +
+                                                 std::to_string(devices) + " this process sees");
+  }
+  DeviceScope scope(device_);
+  if (config.stream != nullptr) {
+    stream_ = static_cast<cudaStream_t>(config.stream);
+  } else {
+    if (cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking) != cudaSuccess) {
+      throw TransportError(DOMINO_ERR_SYSTEM, where("set-up") + ": could not create a stream");
+    }
+    own_stream_ = true;
+  }
+  if (cudaMalloc(reinterpret_cast<void**>(&barrier_word_), sizeof(int32_t)) != cudaSuccess) {
+    throw TransportError(DOMINO_ERR_SYSTEM, where("set-up") + ": could not allocate 4 bytes");
+  }
+}
+
+NcclCommunicator::NcclCommunicator(const domino_comm_config_t& config) {
+  adopt(config);
+  if (config.bootstrap == nullptr) {
+    throw TransportError(DOMINO_ERR_INVALID, where("set-up") + ": no bootstrap to rendezvous");
+  }
+  Bootstrap bootstrap(config.bootstrap);
+  ncclUniqueId id;
+  if (rank_ == 0) {
+    const ncclResult_t got = ncclGetUniqueId(&id);
+    if (got != ncclSuccess) fail(DOMINO_ERR_SYSTEM, "set-up", ncclGetErrorString(got));
+    bootstrap.set("nccl-id", std::string(reinterpret_cast<const char*>(&id), sizeof id));
+  } else {
+    const std::string value = bootstrap.get("nccl-id", timeout_, sizeof id);
+    if (value.size() != sizeof id) {
+      fail(DOMINO_ERR_MISMATCH, "set-up",
+           "rank 0 published a unique id of " + std::to_string(value.size()) + " bytes");
+    }
+    std::memcpy(&id, value.data(), sizeof id);
+  }
+  DeviceScope scope(device_);
+  ncclConfig_t nccl_config = NCCL_CONFIG_INITIALIZER;
+  nccl_config.blocking = 0;  // so that a rank that never arrives cannot hold us past the timeout
+  settle(ncclCommInitRankConfig(&comm_, size_, id, rank_, &nccl_config), "set-up");
+}
+
+NcclCommunicator* NcclCommunicator::split(NcclCommunicator& parent, int color, int key,
+                                          const domino_comm_config_t& config) {
+  DeviceScope scope(parent.device_);
+  ncclConfig_t nccl_config = NCCL_CONFIG_INITIALIZER;
+  nccl_config.blocking = 0;
+  ncclComm_t made = nullptr;
+  const ncclResult_t result =
+      ncclCommSplit(parent.comm_, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &made, &nccl_config);
+  if (color < 0 || made == nullptr) {
+    parent.settle(result, "split");
+    return nullptr;
+  }
+  auto* comm = new NcclCommunicator();
+  comm->comm_ = made;  // owned from here on: the destructor aborts it on any failure below
+  try {
+    domino_comm_config_t own = config;
+    own.device = parent.device_;
+    comm->adopt(own);
+    comm->settle(result, "split");
+  } catch (...) {
+    delete comm;
+    throw;
+  }
+  return comm;
+}
+
+NcclCommunicator::~NcclCommunicator() {
+  DeviceScope scope(device_);
+  // Abort, not destroy: destroy waits for work that a dead peer may never finish.
+  if (comm_ != nullptr) ncclCommAbort(comm_);
+  if (barrier_word_ != nullptr) cudaFree(barrier_word_);
+  if (own_stream_) cudaStreamDestroy(stream_);
+}
+
+std::string NcclCommunicator::where(const char* op) const {
+  std::string ranks;
+  for (size_t i = 0; i < global_ranks_.size() && i < 16; ++i) {
+    ranks += (i ? "," : "") + std::to_string(global_ranks_[i]);
+  }
+  if (global_ranks_.size() > 16) ranks += ",...";
+  return std::string("nccl ") + op + " on group '" + group_name_ + "' (rank " +
+         std::to_string(rank_) + " of " + std::to_string(size_) + ", global ranks " + ranks +
+         ", CUDA device " + std::to_string(device_) + ")";
+}
+
+void NcclCommunicator::fail(domino_status_t status, const char* op, const std::string& why) {
+  throw TransportError(status, where(op) + ": " + why);
+}
+
+void NcclCommunicator::settle(ncclResult_t result, const char* op) {
+  if (aborted_) {
+    fail(DOMINO_ERR_PEER, op,
+         "this communicator was aborted after an earlier failure; create a new process group");
+  }
+  const Clock::time_point deadline = Clock::now() + timeout_;
+  while (result == ncclInProgress && comm_ != nullptr) {
+    if (Clock::now() > deadline) {
+      ncclCommAbort(comm_);
+      comm_ = nullptr;
+      aborted_ = true;
+      fail(DOMINO_ERR_TIMEOUT, op,
+           "the other ranks did not join within " + std::to_string(timeout_.count()) +
+               " ms; check that every rank of the group issued this op (same order) and is alive");
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+    if (ncclCommGetAsyncError(comm_, &result) != ncclSuccess) break;
+  }
+  if (result != ncclSuccess) {
+    const char* last = comm_ != nullptr ? ncclGetLastError(comm_) : "";
+    if (comm_ != nullptr) ncclCommAbort(comm_);
+    comm_ = nullptr;
+    aborted_ = true;
+    fail(result == ncclInvalidArgument || result == ncclInvalidUsage ? DOMINO_ERR_INVALID
+                                                                     : DOMINO_ERR_PEER,
+         op,
+         std::string(ncclGetErrorString(result)) +
+             (last && *last ? std::string(" (") + last + ")" : std::string()));
+  }
+}
+
+void NcclCommunicator::check_buffer(const char* op, const domino_buffer_t& buffer) const {
+  if (buffer.count > 0 && buffer.ptr == nullptr) {
+    throw TransportError(
+        DOMINO_ERR_INVALID,
+        where(op) + ": a buffer of " + std::to_string(buffer.count) + " elements has no memory");
+  }
+  if (buffer.count > 0 && buffer.device != device_) {
+    throw TransportError(DOMINO_ERR_INVALID,
+                         where(op) + ": the tensor is on device " + std::to_string(buffer.device) +
+                             " but this communicator serves CUDA device " +
+                             std::to_string(device_) + "; move it there or use another group");
+  }
+}
+
+void NcclCommunicator::check_root(const char* op, int root) const {
+  if (root < 0 || root >= size_) {
+    throw TransportError(DOMINO_ERR_INVALID, where(op) + ": root " + std::to_string(root) +
+                                                 " is not a rank of this communicator");
+  }
+}
+
+void NcclCommunicator::allreduce(const domino_buffer_t& send, const domino_buffer_t& recv,
+                                 domino_redop_t op) {
+  check_buffer("allreduce", send);
+  check_buffer("allreduce", recv);
+  ncclRedOp_t reduction;
+  std::string why;
+  if (!nccl_op(op, recv.dtype, &reduction, &why)) fail(DOMINO_ERR_UNSUPPORTED, "allreduce", why);
+  DeviceScope scope(device_);
+  settle(ncclAllReduce(send.ptr, recv.ptr, recv.count, nccl_type(recv.dtype), reduction, comm_,
+                       stream_),
+         "allreduce");
+}
+
+void NcclCommunicator::reduce(const domino_buffer_t& send, const domino_buffer_t& recv,
+                              domino_redop_t op, int root) {
+  check_root("reduce", root);
+  check_buffer("reduce", send);
+  ncclRedOp_t reduction;
+  std::string why;
+  if (!nccl_op(op, send.dtype, &reduction, &why)) fail(DOMINO_ERR_UNSUPPORTED, "reduce", why);
+  DeviceScope scope(device_);
+  void* out = rank_ == root ? recv.ptr : nullptr;
+  settle(
+      ncclReduce(send.ptr, out, send.count, nccl_type(send.dtype), reduction, root, comm_, stream_),
+      "reduce");
+}
+
+void NcclCommunicator::broadcast(const domino_buffer_t& buffer, int root) {
+  check_root("broadcast", root);
+  check_buffer("broadcast", buffer);
+  DeviceScope scope(device_);
+  settle(ncclBroadcast(buffer.ptr, buffer.ptr, buffer.count, nccl_type(buffer.dtype), root, comm_,
+                       stream_),
+         "broadcast");
+}
+
+void NcclCommunicator::allgather(const domino_buffer_t& send, const domino_buffer_t& recv) {
+  check_buffer("allgather", send);
+  check_buffer("allgather", recv);
+  if (recv.count != send.count * static_cast<size_t>(size_)) {
+    fail(DOMINO_ERR_INVALID, "allgather",
+         "the output holds " + std::to_string(recv.count) + " elements, expected " +
+             std::to_string(send.count) + " x " + std::to_string(size_));
+  }
+  DeviceScope scope(device_);
+  settle(ncclAllGather(send.ptr, recv.ptr, send.count, nccl_type(send.dtype), comm_, stream_),
+         "allgather");
+}
+
+void NcclCommunicator::reduce_scatter(const domino_buffer_t& send, const domino_buffer_t& recv,
+                                      domino_redop_t op) {
+  check_buffer("reduce_scatter", send);
+  check_buffer("reduce_scatter", recv);
+  if (send.count != recv.count * static_cast<size_t>(size_)) {
+    fail(DOMINO_ERR_INVALID, "reduce_scatter",
+         "the input holds " + std::to_string(send.count) + " elements, expected " +
+             std::to_string(recv.count) + " x " + std::to_string(size_));
+  }
+  ncclRedOp_t reduction;
+  std::string why;
+  if (!nccl_op(op, recv.dtype, &reduction, &why)) {
+    fail(DOMINO_ERR_UNSUPPORTED, "reduce_scatter", why);
+  }
+  DeviceScope scope(device_);
+  settle(ncclReduceScatter(send.ptr, recv.ptr, recv.count, nccl_type(recv.dtype), reduction, comm_,
+                           stream_),
+         "reduce_scatter");
+}
+
+void NcclCommunicator::gather(const domino_buffer_t& send, const domino_buffer_t& recv, int root) {
+  check_root("gather", root);
+  check_buffer("gather", send);
+  const ncclDataType_t type = nccl_type(send.dtype);
+  const size_t bytes = send.count * dtype_size(send.dtype);
+  DeviceScope scope(device_);
+  ncclGroupStart();
+  if (rank_ == root) {
+    check_buffer("gather", recv);
+    for (int peer = 0; peer < size_; ++peer) {
+      char* slot = static_cast<char*>(recv.ptr) + static_cast<size_t>(peer) * bytes;
+      if (peer == rank_) {
+        cudaMemcpyAsync(slot, send.ptr, bytes, cudaMemcpyDeviceToDevice, stream_);
+      } else {
+        ncclRecv(slot, send.count, type, peer, comm_, stream_);
+      }
+    }
+  } else {
+    ncclSend(send.ptr, send.count, type, root, comm_, stream_);
+  }
+  settle(ncclGroupEnd(), "gather");
+}
+
+void NcclCommunicator::scatter(const domino_buffer_t& send, const domino_buffer_t& recv, int root) {
+  check_root("scatter", root);
+  check_buffer("scatter", recv);
+  const ncclDataType_t type = nccl_type(recv.dtype);
+  const size_t bytes = recv.count * dtype_size(recv.dtype);
+  DeviceScope scope(device_);
+  ncclGroupStart();
+  if (rank_ == root) {
+    check_buffer("scatter", send);
+    for (int peer = 0; peer < size_; ++peer) {
+      const char* slot = static_cast<const char*>(send.ptr) + static_cast<size_t>(peer) * bytes;
+      if (peer == rank_) {
+        cudaMemcpyAsync(recv.ptr, slot, bytes, cudaMemcpyDeviceToDevice, stream_);
+      } else {
+        ncclSend(slot, recv.count, type, peer, comm_, stream_);
+      }
+    }
+  } else {
+    ncclRecv(recv.ptr, recv.count, type, root, comm_, stream_);
+  }
+  settle(ncclGroupEnd(), "scatter");
+}
+
+void NcclCommunicator::alltoall(const domino_buffer_t& send, const uint64_t* send_counts,
+                                const uint64_t* send_offsets, const domino_buffer_t& recv,
+                                const uint64_t* recv_counts, const uint64_t* recv_offsets) {
+  check_buffer("alltoall", send);
+  check_buffer("alltoall", recv);
+  const ncclDataType_t type = nccl_type(send.dtype);
+  const size_t element = dtype_size(send.dtype);
+  const size_t me = static_cast<size_t>(rank_);
+  if (send_counts[me] != recv_counts[me]) {
+    fail(DOMINO_ERR_INVALID, "alltoall",
+         "this rank sends itself " + std::to_string(send_counts[me]) + " elements but expects " +
+             std::to_string(recv_counts[me]));
+  }
+  DeviceScope scope(device_);
+  ncclGroupStart();
+  for (int peer = 0; peer < size_; ++peer) {
+    const size_t p = static_cast<size_t>(peer);
+    const char* out = static_cast<const char*>(send.ptr) + send_offsets[p] * element;
+    char* in = static_cast<char*>(recv.ptr) + recv_offsets[p] * element;
+    if (peer == rank_) {
+      if (send_counts[p] > 0) {
+        cudaMemcpyAsync(in, out, send_counts[p] * element, cudaMemcpyDeviceToDevice, stream_);
+      }
+      continue;
+    }
+    if (send_counts[p] > 0) ncclSend(out, send_counts[p], type, peer, comm_, stream_);
+    if (recv_counts[p] > 0) ncclRecv(in, recv_counts[p], type, peer, comm_, stream_);
+  }
+  settle(ncclGroupEnd(), "alltoall");
+}
+
+void NcclCommunicator::barrier() {
+  DeviceScope scope(device_);
+  settle(ncclAllReduce(barrier_word_, barrier_word_, 1, ncclInt32, ncclSum, comm_, stream_),
+         "barrier");
+  const Clock::time_point deadline = Clock::now() + timeout_;
+  for (;;) {
+    const cudaError_t state = cudaStreamQuery(stream_);
+    if (state == cudaSuccess) return;
+    if (state != cudaErrorNotReady) {
+      fail(DOMINO_ERR_SYSTEM, "barrier", cudaGetErrorString(state));
+    }
+    ncclResult_t async = ncclSuccess;
+    ncclCommGetAsyncError(comm_, &async);
+    if (async != ncclSuccess && async != ncclInProgress) settle(async, "barrier");
+    if (Clock::now() > deadline) {
+      ncclCommAbort(comm_);
+      comm_ = nullptr;
+      aborted_ = true;
+      fail(DOMINO_ERR_TIMEOUT, "barrier",
+           "not every rank arrived within " + std::to_string(timeout_.count()) + " ms");
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+}
+
+void NcclCommunicator::send(const domino_buffer_t& buffer, int peer, int32_t) {
+  check_root("send", peer);
+  check_buffer("send", buffer);
+  DeviceScope scope(device_);
+  settle(ncclSend(buffer.ptr, buffer.count, nccl_type(buffer.dtype), peer, comm_, stream_), "send");
+}
+
+int NcclCommunicator::recv(const domino_buffer_t& buffer, int peer, int32_t) {
+  if (peer < 0) {
+    fail(DOMINO_ERR_UNSUPPORTED, "recv",
+         "NCCL cannot receive from any source; name the source rank, or receive into a CPU "
+         "tensor");
+  }
+  check_root("recv", peer);
+  check_buffer("recv", buffer);
+  DeviceScope scope(device_);
+  settle(ncclRecv(buffer.ptr, buffer.count, nccl_type(buffer.dtype), peer, comm_, stream_), "recv");
+  return peer;
+}
+
+}  // namespace domino::nccl

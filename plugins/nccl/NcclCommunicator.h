@@ -1,0 +1,72 @@
+// Collectives on CUDA device memory through NCCL. Each call is stream-ordered: it is enqueued on
+// the communicator's stream and returns; the caller learns completion from an event it records
+// there. Communicators start non-blocking, so set-up and enqueue waits are bounded by the group's
+// timeout, and a communicator that cannot finish is aborted rather than left hanging.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "domino/plugin.h"
+
+namespace domino::nccl {
+
+class NcclCommunicator {
+ public:
+  // Rendezvous through config.bootstrap: rank 0 publishes the NCCL unique id.
+  explicit NcclCommunicator(const domino_comm_config_t& config);
+  // ncclCommSplit of parent, collective over all of parent's ranks (see the ABI's comm_split):
+  // NULL for a rank whose color is negative.
+  static NcclCommunicator* split(NcclCommunicator& parent, int color, int key,
+                                 const domino_comm_config_t& config);
+  NcclCommunicator(const NcclCommunicator&) = delete;
+  NcclCommunicator& operator=(const NcclCommunicator&) = delete;
+  ~NcclCommunicator();
+
+  void allreduce(const domino_buffer_t& send, const domino_buffer_t& recv, domino_redop_t op);
+  void reduce(const domino_buffer_t& send, const domino_buffer_t& recv, domino_redop_t op,
+              int root);
+  void broadcast(const domino_buffer_t& buffer, int root);
+  void allgather(const domino_buffer_t& send, const domino_buffer_t& recv);
+  void reduce_scatter(const domino_buffer_t& send, const domino_buffer_t& recv, domino_redop_t op);
+  void gather(const domino_buffer_t& send, const domino_buffer_t& recv, int root);
+  void scatter(const domino_buffer_t& send, const domino_buffer_t& recv, int root);
+  void alltoall(const domino_buffer_t& send, const uint64_t* send_counts,
+                const uint64_t* send_offsets, const domino_buffer_t& recv,
+                const uint64_t* recv_counts, const uint64_t* recv_offsets);
+  // Host-blocking, like every c10d barrier: returns once all ranks reached it.
+  void barrier();
+  // NCCL has no tags: messages between two ranks match in order.
+  void send(const domino_buffer_t& buffer, int peer, int32_t tag);
+  int recv(const domino_buffer_t& buffer, int peer, int32_t tag);
+
+ private:
+  NcclCommunicator() = default;
+  void adopt(const domino_comm_config_t& config);
+  // Waits until NCCL has finished enqueuing (non-blocking communicators may say "in progress");
+  // aborts the communicator and throws when result is an error or the deadline passes.
+  void settle(ncclResult_t result, const char* op);
+  [[noreturn]] void fail(domino_status_t status, const char* op, const std::string& why);
+  std::string where(const char* op) const;
+  void check_buffer(const char* op, const domino_buffer_t& buffer) const;
+  void check_root(const char* op, int root) const;
+
+  ncclComm_t comm_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  bool own_stream_ = false;
+  bool aborted_ = false;
+  int device_ = 0;
+  int rank_ = 0;
+  int size_ = 0;
+  std::vector<int64_t> global_ranks_;
+  std::string group_name_;
+  std::chrono::milliseconds timeout_{0};
+  int32_t* barrier_word_ = nullptr;  // device memory the barrier all-reduces
+};
+
+}  // namespace domino::nccl

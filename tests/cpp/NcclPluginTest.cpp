@@ -1,0 +1,86 @@
+// The NCCL transport through the plugin ABI. Without a GPU only its registration and its refusal
+// of a device it cannot see run; the collectives skip.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "plugins/common/TransportError.h"
+#include "plugins/registry/Communicator.h"
+#include "plugins/registry/PluginRegistry.h"
+#include "support/FileBootstrap.h"
+
+namespace domino {
+namespace {
+
+int visible_gpus() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
+}
+
+domino_comm_config_t one_rank(const testing::FileBootstrap& bootstrap, int device) {
+  domino_comm_config_t config{};
+  config.rank = 0;
+  config.size = 1;
+  config.group_name = "nccl-unit";
+  config.timeout_ms = 30000;
+  config.bootstrap = bootstrap.table();
+  config.device = device;
+  return config;
+}
+
+TEST(NcclPlugin, IsBuiltInForCudaMemoryAndSplits) {
+  PluginRegistry registry({});
+  const domino_plugin_v1_t* nccl = registry.find("nccl");
+  ASSERT_NE(nccl, nullptr);
+  EXPECT_EQ(registry.origin("nccl"), "built-in");
+  EXPECT_EQ(nccl->devices, DOMINO_DEVICE_CUDA);
+  EXPECT_NE(nccl->comm_split, nullptr);
+  EXPECT_NE(nccl->allreduce, nullptr);
+  EXPECT_NE(nccl->reduce_scatter, nullptr);
+  EXPECT_NE(nccl->alltoall, nullptr);
+}
+
+TEST(NcclPlugin, RefusesADeviceThisProcessCannotSeeNamingIt) {
+  PluginRegistry registry({});
+  testing::FileBootstrap bootstrap(testing::make_temp_directory());
+  const int missing = visible_gpus() + 3;
+  try {
+    Communicator comm(registry.find("nccl"), one_rank(bootstrap, missing));
+    FAIL() << "created a communicator on CUDA device " << missing;
+  } catch (const TransportError& e) {
+    EXPECT_EQ(e.status(), DOMINO_ERR_INVALID);
+    const std::string message = e.what();
+    EXPECT_NE(message.find("CUDA device " + std::to_string(missing)), std::string::npos) << message;
+    EXPECT_NE(message.find("nccl-unit"), std::string::npos) << message;
+  }
+}
+
+TEST(NcclPlugin, OneRankAllReduceSplitAndBarrierOnTheDevice) {
+  if (visible_gpus() == 0) GTEST_SKIP() << "no CUDA device here";
+  PluginRegistry registry({});
+  const domino_plugin_v1_t* nccl = registry.find("nccl");
+  testing::FileBootstrap bootstrap(testing::make_temp_directory());
+  const domino_comm_config_t config = one_rank(bootstrap, 0);
+  Communicator comm(nccl, config);
+  const std::vector<float> host = {1.5f, -2.0f, 4.0f};
+  float* data = nullptr;
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&data), sizeof(float) * host.size()), cudaSuccess);
+  cudaMemcpy(data, host.data(), sizeof(float) * host.size(), cudaMemcpyHostToDevice);
+  domino_buffer_t buffer{data, host.size(), DOMINO_FLOAT32, 0};
+  comm.allreduce(buffer, buffer, DOMINO_AVG);
+  std::unique_ptr<Communicator> half = comm.split(0, 0, config);
+  ASSERT_NE(half, nullptr);
+  half->allreduce(buffer, buffer, DOMINO_SUM);
+  half->barrier();  // host-blocking: everything before it on the stream is done
+  std::vector<float> out(host.size());
+  cudaMemcpy(out.data(), data, sizeof(float) * out.size(), cudaMemcpyDeviceToHost);
+  EXPECT_EQ(out, host);
+  // NCCL has no bitwise reductions: a clear refusal, not a wrong answer.
+  domino_buffer_t ints{data, 1, DOMINO_INT32, 0};
+  EXPECT_THROW(comm.allreduce(ints, ints, DOMINO_BXOR), TransportError);
+  cudaFree(data);
+}
+
+}  // namespace
+}  // namespace domino
