@@ -1,5 +1,8 @@
 #include "ProcessGroupDomino.h"
 
+#include <c10/core/Event.h>
+#include <c10/core/StreamGuard.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
 #include <c10/util/Exception.h>
 #include <sched.h>
 
@@ -8,6 +11,8 @@
 #include <filesystem>
 #include <map>
 
+#include "DeviceMemory.h"
+#include "DeviceRuntime.h"
 #include "HandleScope.h"
 #include "PriorityGuard.h"
 #include "StoreBootstrap.h"
@@ -124,6 +129,7 @@ ProcessGroupDomino::ProcessGroupDomino(const c10::intrusive_ptr<c10d::Store>& st
     registry_ = std::make_unique<PluginRegistry>(settings_.plugin_path);
     plugin_ = loaded_transport("DOMINO_INTRA_TRANSPORT", settings_.intra_transport, "shm");
     inter_plugin_ = loaded_transport("DOMINO_INTER_TRANSPORT", settings_.inter_transport, "ucx");
+    device_plugin_ = registry_->find("nccl");
     bind();  // before anything starts UCX, which reads UCX_NET_DEVICES once
     router_ = std::make_unique<topology::Router>(agree_on_routing(hosts));
     // The normal lane's communicator also carries point-to-point traffic; make it now so that
@@ -157,6 +163,9 @@ void ProcessGroupDomino::shutdown() {
     lane.comm.reset();
     lane.bootstraps.clear();
   }
+  device_comms_.clear();
+  std::lock_guard<std::mutex> lock(peer_mutex_);
+  peer_comms_.clear();
 }
 
 const char* ProcessGroupDomino::intra_transport() const {
@@ -321,6 +330,24 @@ bool ProcessGroupDomino::higher_priority_pending(int lane) const {
   return false;
 }
 
+domino_comm_config_t ProcessGroupDomino::comm_config(const std::vector<int>& members,
+                                                     const std::string& name,
+                                                     const StoreBootstrap& bootstrap,
+                                                     std::vector<int64_t>* global) const {
+  domino_comm_config_t config{};
+  config.rank = -1;
+  for (size_t i = 0; i < members.size(); ++i) {
+    global->push_back(global_ranks_[static_cast<size_t>(members[i])]);
+    if (members[i] == rank_) config.rank = static_cast<int32_t>(i);
+  }
+  config.size = static_cast<int32_t>(members.size());
+  config.global_ranks = global->data();
+  config.group_name = name.c_str();
+  config.timeout_ms = options_->timeout.count();
+  config.bootstrap = bootstrap.table();
+  return config;
+}
+
 RoutedComm& ProcessGroupDomino::communicator(int lane) {
   LaneComm& slot = comms_[static_cast<size_t>(lane)];
   if (slot.comm) return *slot.comm;
@@ -334,20 +361,10 @@ RoutedComm& ProcessGroupDomino::communicator(int lane) {
         group_name_ + (spec.name.empty() ? "" : "/" + spec.name) +
         (priority == Priority::kNormal ? "" : std::string(":") + priority_name(priority));
     std::vector<int64_t> members;
-    int my_index = -1;
-    for (size_t i = 0; i < spec.members.size(); ++i) {
-      members.push_back(global_ranks_[static_cast<size_t>(spec.members[i])]);
-      if (spec.members[i] == rank_) my_index = static_cast<int>(i);
-    }
-    domino_comm_config_t config{};
-    config.rank = my_index;
-    config.size = static_cast<int32_t>(spec.members.size());
-    config.global_ranks = members.data();
-    config.group_name = name.c_str();
-    config.timeout_ms = options_->timeout.count();
+    domino_comm_config_t config =
+        comm_config(spec.members, name, *slot.bootstraps.back(), &members);
     config.workspace_bytes = settings_.shm_bytes;
     config.chunk_bytes = settings_.chunk_bytes;
-    config.bootstrap = slot.bootstraps.back()->table();
     if (spec.inter) {
       config.small_message_bytes = router_->inter_small_message_bytes();
       // Rank 0's choice (agreed with the router), so every rank runs the same algorithm.
@@ -391,7 +408,8 @@ std::array<uint64_t, 3> ProcessGroupDomino::issued_per_lane() const {
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
     const char* op, c10d::OpType type, std::vector<at::Tensor> outputs,
-    std::function<void(Work&, RoutedComm&)> body, bool blocking, Route route) {
+    std::function<void(Work&, RoutedComm&)> body, bool blocking, Route route,
+    std::optional<c10::Device> device, bool host_only, int peer) {
   const int lane_index = route == Route::kCollective
                              ? static_cast<int>(current_priority().value_or(default_priority_))
                              : static_cast<int>(Priority::kNormal);
@@ -403,25 +421,277 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
   ++sequence_;
   std::atomic<int>* pending =
       route == Route::kCollective ? &pending_[static_cast<size_t>(lane_index)] : nullptr;
+  std::function<void()> job;
+  if (!device) {
+    job = [this, work, body = std::move(body), lane_index, pending] {
+      try {
+        body(*work, communicator(lane_index));
+        work->complete();
+      } catch (const std::exception& e) {
+        work->fail(as_backend_error(std::string("domino: ") + e.what()));
+      }
+      if (pending != nullptr) pending->fetch_sub(1);
+    };
+  } else {
+    work->set_device(*device, settings_.blocking_wait, options_->timeout);
+    // What the caller has queued so far on its stream must land before the transfer reads it.
+    auto ready = std::make_shared<c10::Event>(device->type());
+    ready->record(c10::impl::VirtualGuardImpl(device->type()).getStream(*device));
+    // Each peer gets a stream of its own, so a send that waits for its receiver on the device
+    // never holds up a transfer with another peer (rings of sends and receives would deadlock).
+    const int stream_lane = route == Route::kCollective ? lane_index : kPeerLane + peer;
+    job = [this, work, body = std::move(body), lane_index, pending, device = *device, ready,
+           stream_lane, host_only, route, peer] {
+      try {
+        const c10::Stream stream = comm_stream(stream_lane, device);
+        ready->block(stream);
+        const bool staged = host_only || (route == Route::kCollective
+                                              ? decide_device_path(device) == DevicePath::kStaged
+                                              : pair_staged(peer, device));
+        const DeviceSession session{stream, staged};
+        DeviceSessionScope in_session(&session);
+        c10::StreamGuard on_comm_stream(stream);
+        // Sends and receives over NCCL use pair communicators (their bodies ask for them).
+        RoutedComm& comm = staged || route != Route::kCollective
+                               ? communicator(lane_index)
+                               : device_communicator(lane_index, device, stream);
+        body(*work, comm);
+        auto done = std::make_shared<c10::Event>(device.type());
+        done->record(stream);
+        work->set_device_done(stream, std::move(done));
+        work->complete();
+      } catch (const std::exception& e) {
+        work->fail(as_backend_error(std::string("domino: ") + e.what()));
+      }
+      if (pending != nullptr) pending->fetch_sub(1);
+    };
+  }
   if (pending != nullptr) {
     pending->fetch_add(1);
     issued_[static_cast<size_t>(lane_index)].fetch_add(1, std::memory_order_relaxed);
   }
-  const uint64_t ticket = lane->submit(
-      [this, work, body = std::move(body), lane_index, pending] {
-        try {
-          body(*work, communicator(lane_index));
-          work->complete();
-        } catch (const std::exception& e) {
-          work->fail(as_backend_error(std::string("domino: ") + e.what()));
-        }
-        if (pending != nullptr) pending->fetch_sub(1);
-      },
-      /*wake=*/!blocking);
+  const uint64_t ticket = lane->submit(std::move(job), /*wake=*/!blocking);
   // The lane drains before it is destroyed, so a work still waiting always finds it alive.
   work->set_run_now([lane, ticket] { return lane->run_now(ticket); });
   HandleScope::record(work);
   return work;
+}
+
+DeviceRuntime& ProcessGroupDomino::device_runtime() {
+  if (!device_runtime_) device_runtime_ = make_device_runtime();
+  TORCH_CHECK(device_runtime_ != nullptr, "domino: ", label(),
+              " was given a CUDA tensor, but this build or process has no CUDA device; move the "
+              "tensor to the CPU or build torch-domino against a CUDA torch");
+  return *device_runtime_;
+}
+
+c10::Stream ProcessGroupDomino::comm_stream(int lane, c10::Device device) {
+  std::lock_guard<std::mutex> lock(device_mutex_);
+  const std::pair<int, int> key{lane, device.index()};
+  auto found = comm_streams_.find(key);
+  if (found != comm_streams_.end()) return found->second;
+  DeviceRuntime& runtime = device_runtime();
+  // High-priority work gets the device's most urgent stream; everything else its least.
+  const auto [least, greatest] = runtime.priority_range(device.index());
+  const int priority = lane == static_cast<int>(Priority::kHigh) ? greatest : least;
+  return comm_streams_.emplace(key, runtime.create_stream(device.index(), priority)).first->second;
+}
+
+std::vector<ProcessGroupDomino::CommStream> ProcessGroupDomino::comm_streams() const {
+  std::lock_guard<std::mutex> lock(device_mutex_);
+  std::vector<CommStream> out;
+  for (const auto& [key, stream] : comm_streams_) {
+    const auto [least, greatest] = device_runtime_->priority_range(stream.device_index());
+    out.push_back({key.first >= kPeerLane ? "p2p:" + std::to_string(key.first - kPeerLane)
+                                          : priority_name(static_cast<Priority>(key.first)),
+                   key.second, device_runtime_->priority_of(stream), least, greatest});
+  }
+  return out;
+}
+
+const char* ProcessGroupDomino::device_path() const {
+  switch (device_path_.load()) {
+    case DevicePath::kNccl:
+      return "nccl";
+    case DevicePath::kStaged:
+      return "staged";
+    default:
+      return "undecided";
+  }
+}
+
+namespace {
+constexpr const char* kGpuIdentityPrefix = "domino/cuda/identity/";
+}  // namespace
+
+void ProcessGroupDomino::publish_gpu_identity(c10::Device device) {
+  const std::string host =
+      layout_.hosts[static_cast<size_t>(layout_.host_of_rank[static_cast<size_t>(rank_)])];
+  const std::string mine = host + " GPU " + device_runtime().identity(device.index());
+  store_->set(kGpuIdentityPrefix + std::to_string(rank_),
+              std::vector<uint8_t>(mine.begin(), mine.end()));
+}
+
+bool ProcessGroupDomino::pair_staged(int peer, c10::Device device) {
+  if (device_plugin_ == nullptr || settings_.gpu_transport == GpuTransport::kStaged) return true;
+  std::lock_guard<std::mutex> lock(device_mutex_);
+  auto found = pair_staged_.find(peer);
+  if (found != pair_staged_.end()) return found->second;
+  publish_gpu_identity(device);
+  auto identity = [&](int rank) {
+    const std::string key = kGpuIdentityPrefix + std::to_string(rank);
+    try {
+      store_->wait({key}, options_->timeout);
+    } catch (const std::exception& e) {
+      TORCH_CHECK(false, "domino: ", label(), ": rank ", rank,
+                  " did not name its GPU within the "
+                  "timeout for a CUDA send/recv with it (",
+                  e.what(), ")");
+    }
+    const std::vector<uint8_t> value = store_->get(key);
+    return std::string(value.begin(), value.end());
+  };
+  const bool shared = identity(rank_) == identity(peer);
+  TORCH_CHECK(!shared || settings_.gpu_transport != GpuTransport::kNccl, "domino: ", label(),
+              ": DOMINO_GPU_TRANSPORT=nccl needs one GPU per rank, but ranks ", rank_, " and ",
+              peer, " share one; give each its own GPU, or set it to staged or auto");
+  pair_staged_[peer] = shared;
+  return shared;
+}
+
+ProcessGroupDomino::DevicePath ProcessGroupDomino::decide_device_path(c10::Device device) {
+  const DevicePath known = device_path_.load();
+  if (known != DevicePath::kUndecided) return known;
+  std::lock_guard<std::mutex> lock(device_mutex_);
+  if (device_path_.load() != DevicePath::kUndecided) return device_path_.load();
+  publish_gpu_identity(device);
+  const std::string prefix = kGpuIdentityPrefix;
+  std::vector<std::string> keys, ids;
+  for (int r = 0; r < size_; ++r) keys.push_back(prefix + std::to_string(r));
+  try {
+    store_->wait(keys, options_->timeout);
+  } catch (const std::exception& e) {
+    TORCH_CHECK(false, "domino: ", label(),
+                ": the first CUDA collective waits for every rank to "
+                "name its GPU, and not all did within the timeout (",
+                e.what(), "); every rank must issue the same collectives");
+  }
+  for (const auto& key : keys) {
+    const std::vector<uint8_t> value = store_->get(key);
+    ids.emplace_back(value.begin(), value.end());
+  }
+  std::string shared;
+  for (size_t a = 0; a < ids.size() && shared.empty(); ++a) {
+    for (size_t b = a + 1; b < ids.size(); ++b) {
+      if (ids[a] == ids[b]) {
+        shared = "ranks " + std::to_string(a) + " and " + std::to_string(b) + " share " + ids[a];
+        break;
+      }
+    }
+  }
+  if (settings_.gpu_transport == GpuTransport::kNccl) {
+    TORCH_CHECK(device_plugin_ != nullptr, "domino: ", label(),
+                ": DOMINO_GPU_TRANSPORT=nccl, but this build has no NCCL transport; unset it or "
+                "set it to staged");
+    TORCH_CHECK(shared.empty(), "domino: ", label(),
+                ": DOMINO_GPU_TRANSPORT=nccl needs one GPU per "
+                "rank, but ",
+                shared, "; give each rank its own GPU, or set it to staged or auto");
+  }
+  const bool nccl = device_plugin_ != nullptr && settings_.gpu_transport != GpuTransport::kStaged &&
+                    shared.empty();
+  device_path_ = nccl ? DevicePath::kNccl : DevicePath::kStaged;
+  const std::string why = !shared.empty()             ? shared
+                          : device_plugin_ == nullptr ? "this build has no NCCL transport"
+                                                      : "DOMINO_GPU_TRANSPORT=staged";
+  if (nccl) {
+    log_line(LogLevel::kInfo, rank_, label() + ": CUDA tensors go through NCCL");
+  } else {
+    log_line(rank_ == 0 ? LogLevel::kWarn : LogLevel::kInfo, rank_,
+             label() + ": CUDA tensors are staged through host memory over " + plugin_->name +
+                 (layout_.single_host() ? "" : std::string("/") + inter_plugin_->name) +
+                 ", because " + why);
+  }
+  return device_path_.load();
+}
+
+RoutedComm& ProcessGroupDomino::device_communicator(int lane, c10::Device device,
+                                                    const c10::Stream& stream) {
+  DeviceComm* slot;
+  {
+    std::lock_guard<std::mutex> lock(device_mutex_);
+    slot = &device_comms_[{lane, device.index()}];  // map nodes stay put; one lane per slot
+  }
+  if (slot->comm) return *slot->comm;
+  const Priority priority = static_cast<Priority>(lane);
+  // NCCL sees the hierarchy itself, so flat unless the user forced a hierarchical plan.
+  topology::RouterOptions options = router_->options();
+  const auto forced = options.forced_plan;
+  if (!forced ||
+      (*forced != topology::PlanKind::kHierarchical && *forced != topology::PlanKind::kLeader)) {
+    options.forced_plan =
+        layout_.single_host() ? topology::PlanKind::kFlatIntra : topology::PlanKind::kFlatInter;
+  }
+  slot->router = std::make_unique<topology::Router>(layout_, router_->costs(), options);
+  void* native = device_runtime_->native_handle(stream);
+  Communicator* root = nullptr;
+  auto make = [&](const RoutedComm::Spec& spec) -> std::unique_ptr<Communicator> {
+    const std::string part = spec.name.empty() ? "flat" : spec.name;
+    slot->bootstraps.push_back(std::make_unique<StoreBootstrap>(
+        store_, std::string("domino/cuda/") + priority_name(priority) + "/" +
+                    std::to_string(device.index()) + "/" + part + "/"));
+    const std::string name =
+        group_name_ + "/cuda/" + part +
+        (priority == Priority::kNormal ? "" : std::string(":") + priority_name(priority));
+    std::vector<int64_t> members;
+    domino_comm_config_t config =
+        comm_config(spec.members, name, *slot->bootstraps.back(), &members);
+    config.device = device.index();
+    config.stream = native;
+    // Topology levels split from the group's communicator where every rank takes part in the
+    // same splits (uniform layouts); otherwise each gets its own rendezvous.
+    const bool local = spec.name.rfind("local", 0) == 0;
+    const bool rail = spec.name.rfind("rail", 0) == 0;
+    if (root != nullptr && (local || rail) && layout_.uniform &&
+        device_plugin_->comm_split != nullptr) {
+      const int color = local ? layout_.host_of_rank[static_cast<size_t>(rank_)]
+                              : layout_.local_rank[static_cast<size_t>(rank_)];
+      return root->split(color, rank_, config);
+    }
+    auto made = std::make_unique<Communicator>(device_plugin_, config);
+    if (root == nullptr) root = made.get();
+    return made;
+  };
+  slot->comm =
+      std::make_unique<RoutedComm>(*slot->router, rank_, make, std::make_shared<DeviceMemory>());
+  return *slot->comm;
+}
+
+Communicator& ProcessGroupDomino::peer_communicator(int peer, c10::Device device,
+                                                    const c10::Stream& stream,
+                                                    std::unique_lock<std::mutex>* hold) {
+  PeerComm* slot;
+  {
+    std::lock_guard<std::mutex> lock(peer_mutex_);
+    slot = &peer_comms_[{peer, device.index()}];  // map nodes stay put
+  }
+  // One lock per pair, held through set-up and the call: the send and receive lanes share the
+  // communicator, and set-up with one peer must not wait for set-up with another.
+  *hold = std::unique_lock<std::mutex>(slot->mutex);
+  if (slot->comm) return *slot->comm;
+  const int low = std::min(rank_, peer), high = std::max(rank_, peer);
+  const std::string pair = std::to_string(low) + "-" + std::to_string(high);
+  slot->bootstrap = std::make_unique<StoreBootstrap>(store_, "domino/cuda/p2p/" + pair + "/");
+  const std::string name = group_name_ + "/cuda/p2p/" + pair;
+  std::vector<int64_t> members;
+  domino_comm_config_t config = comm_config({low, high}, name, *slot->bootstrap, &members);
+  config.device = device.index();
+  {
+    std::lock_guard<std::mutex> lock(device_mutex_);
+    config.stream = device_runtime_->native_handle(stream);
+  }
+  slot->comm = std::make_unique<Communicator>(device_plugin_, config);
+  return *slot->comm;
 }
 
 namespace {
@@ -462,6 +732,34 @@ domino_redop_t checked_redop(const c10d::ReduceOp& op, const at::Tensor& t,
   TORCH_CHECK(unsupported.empty(), where, ": ", unsupported);
   return redop;
 }
+
+// The CUDA device all of an op's tensors are on; nullopt when they are all in host memory.
+std::optional<c10::Device> device_of(const std::string& where,
+                                     std::initializer_list<const std::vector<at::Tensor>*> lists) {
+  const at::Tensor* first = nullptr;
+  for (const auto* list : lists) {
+    for (const at::Tensor& t : *list) {
+      if (!t.defined()) continue;
+      TORCH_CHECK(t.is_cpu() || t.is_cuda(), where, ": tensors on ", t.device(),
+                  " are not supported; use CPU or CUDA tensors");
+      if (first == nullptr) {
+        first = &t;
+        continue;
+      }
+      TORCH_CHECK(t.device() == first->device(), where, ": one tensor is on ", t.device(),
+                  " and another on ", first->device(),
+                  "; all tensors of one collective must be on the same device");
+    }
+  }
+  if (first == nullptr || first->is_cpu()) return std::nullopt;
+  return first->device();
+}
+
+// NCCL has no bitwise reductions except on bools (min and max): those stage through host memory.
+bool needs_host(domino_redop_t op, const at::Tensor& t) {
+  const bool bitwise = op == DOMINO_BAND || op == DOMINO_BOR || op == DOMINO_BXOR;
+  return bitwise && (t.scalar_type() != at::kBool || op == DOMINO_BXOR);
+}
 }  // namespace
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce(std::vector<at::Tensor>& tensors,
@@ -470,6 +768,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce(std::vector<at::Ten
   require_one("allreduce", tensors, at);
   const domino_redop_t op = checked_redop(opts.reduceOp, tensors[0], at);
   auto staged = std::make_shared<StagedTensor>(tensors[0]);
+  const auto device = device_of(at, {&tensors});
   return enqueue(
       "allreduce", c10d::OpType::ALLREDUCE, tensors,
       [staged, op](Work&, RoutedComm& comm) {
@@ -477,7 +776,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce(std::vector<at::Ten
         comm.allreduce(buffer, buffer, op);
         staged->publish();
       },
-      is_blocking(opts));
+      is_blocking(opts), Route::kCollective, device, needs_host(op, tensors[0]));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce_coalesced(
@@ -488,6 +787,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce_coalesced(
   const domino_redop_t op = checked_redop(opts.reduceOp, tensors[0], at);
   // One transfer for the whole list: the tensors travel end to end in one flat buffer.
   auto staged = std::make_shared<StagedList>(tensors, /*copy_in=*/true);
+  const auto device = device_of(at, {&tensors});
   return enqueue(
       "allreduce_coalesced", c10d::OpType::ALLREDUCE_COALESCED, tensors,
       [staged, op](Work&, RoutedComm& comm) {
@@ -495,7 +795,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce_coalesced(
         comm.allreduce(buffer, buffer, op);
         staged->publish();
       },
-      is_blocking(opts));
+      is_blocking(opts), Route::kCollective, device, needs_host(op, tensors[0]));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::broadcast(std::vector<at::Tensor>& tensors,
@@ -505,6 +805,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::broadcast(std::vector<at::Ten
   const bool root = opts.rootRank == rank_;
   auto staged = std::make_shared<StagedTensor>(tensors[0], /*copy_in=*/root);
   const int root_rank = static_cast<int>(opts.rootRank);
+  const auto device = device_of(at, {&tensors});
   return enqueue(
       "broadcast", c10d::OpType::BROADCAST, tensors,
       [staged, root_rank](Work&, RoutedComm& comm) {
@@ -512,7 +813,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::broadcast(std::vector<at::Ten
         comm.broadcast(buffer, root_rank);
         staged->publish();
       },
-      is_blocking(opts));
+      is_blocking(opts), Route::kCollective, device, false);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce(std::vector<at::Tensor>& tensors,
@@ -522,6 +823,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce(std::vector<at::Tensor
   const domino_redop_t op = checked_redop(opts.reduceOp, tensors[0], at);
   auto staged = std::make_shared<StagedTensor>(tensors[0]);
   const int root = static_cast<int>(opts.rootRank);
+  const auto device = device_of(at, {&tensors});
   return enqueue(
       "reduce", c10d::OpType::REDUCE, tensors,
       [this, staged, op, root](Work&, RoutedComm& comm) {
@@ -529,7 +831,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce(std::vector<at::Tensor
         comm.reduce(buffer, buffer, op, root);
         if (root == rank_) staged->publish();
       },
-      is_blocking(opts));
+      is_blocking(opts), Route::kCollective, device, needs_host(op, tensors[0]));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather(
@@ -542,6 +844,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather(
   require_same(inputs[0], outputs[0], inputs[0].numel(), at, "output");
   auto in = std::make_shared<StagedTensor>(inputs[0]);
   auto out = std::make_shared<StagedList>(outputs[0], /*copy_in=*/false);
+  const auto device = device_of(at, {&inputs, &outputs[0]});
   return enqueue(
       "allgather", c10d::OpType::ALLGATHER, outputs[0],
       [in, out](Work&, RoutedComm& comm) {
@@ -549,7 +852,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather(
         comm.allgather(in->buffer(), recv);
         out->publish();
       },
-      is_blocking(opts));
+      is_blocking(opts), Route::kCollective, device, false);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::_allgather_base(
@@ -561,6 +864,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::_allgather_base(
               output.scalar_type(), " differs from input dtype ", input.scalar_type());
   auto in = std::make_shared<StagedTensor>(input);
   auto out = std::make_shared<StagedTensor>(output, /*copy_in=*/false);
+  const std::vector<at::Tensor> tensors_of_op{input, output};
+  const auto device = device_of(at, {&tensors_of_op});
   return enqueue(
       "all_gather_into_tensor", c10d::OpType::_ALLGATHER_BASE, {output},
       [in, out](Work&, RoutedComm& comm) {
@@ -568,7 +873,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::_allgather_base(
         comm.allgather(in->buffer(), recv);
         out->publish();
       },
-      is_blocking(opts));
+      is_blocking(opts), Route::kCollective, device, false);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather_into_tensor_coalesced(
@@ -585,6 +890,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather_into_tensor_coalesc
     pairs.emplace_back(std::make_shared<StagedTensor>(inputs[i]),
                        std::make_shared<StagedTensor>(outputs[i], /*copy_in=*/false));
   }
+  const auto device = device_of(at, {&inputs, &outputs});
   return enqueue(
       "allgather_into_tensor_coalesced", c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED, outputs,
       [pairs](Work&, RoutedComm& comm) {
@@ -594,7 +900,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather_into_tensor_coalesc
           out->publish();
         }
       },
-      is_blocking(opts));
+      is_blocking(opts), Route::kCollective, device, false);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::gather(
@@ -616,6 +922,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::gather(
   }
   auto in = std::make_shared<StagedTensor>(inputs[0]);
   std::vector<at::Tensor> held = rank_ == root ? outputs[0] : std::vector<at::Tensor>{};
+  const auto device = device_of(at, {&inputs, &held});
   return enqueue(
       "gather", c10d::OpType::GATHER, held,
       [in, out, root](Work&, RoutedComm& comm) {
@@ -624,7 +931,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::gather(
         comm.gather(in->buffer(), recv, root);
         if (out) out->publish();
       },
-      is_blocking(opts));
+      is_blocking(opts), Route::kCollective, device, false);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::scatter(
@@ -645,6 +952,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::scatter(
                 ") may pass input tensors");
   }
   auto out = std::make_shared<StagedTensor>(outputs[0], /*copy_in=*/false);
+  const std::vector<at::Tensor> scattered = in ? inputs[0] : std::vector<at::Tensor>{};
+  const auto device = device_of(at, {&outputs, &scattered});
   return enqueue(
       "scatter", c10d::OpType::SCATTER, outputs,
       [in, out, root](Work&, RoutedComm& comm) {
@@ -654,7 +963,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::scatter(
         comm.scatter(send, recv, root);
         out->publish();
       },
-      is_blocking(opts));
+      is_blocking(opts), Route::kCollective, device, false);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter(
@@ -668,6 +977,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter(
   const domino_redop_t op = checked_redop(opts.reduceOp, outputs[0], at);
   auto in = std::make_shared<StagedList>(inputs[0], /*copy_in=*/true);
   auto out = std::make_shared<StagedTensor>(outputs[0], /*copy_in=*/false);
+  const auto device = device_of(at, {&outputs, &inputs[0]});
   return enqueue(
       "reduce_scatter", c10d::OpType::REDUCE_SCATTER, outputs,
       [in, out, op](Work&, RoutedComm& comm) {
@@ -675,7 +985,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter(
         comm.reduce_scatter(in->buffer(), recv, op);
         out->publish();
       },
-      is_blocking(opts));
+      is_blocking(opts), Route::kCollective, device, needs_host(op, outputs[0]));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::_reduce_scatter_base(
@@ -688,6 +998,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::_reduce_scatter_base(
   const domino_redop_t op = checked_redop(opts.reduceOp, input, at);
   auto in = std::make_shared<StagedTensor>(input);
   auto out = std::make_shared<StagedTensor>(output, /*copy_in=*/false);
+  const std::vector<at::Tensor> tensors_of_op{input, output};
+  const auto device = device_of(at, {&tensors_of_op});
   return enqueue(
       "reduce_scatter_tensor", c10d::OpType::_REDUCE_SCATTER_BASE, {output},
       [in, out, op](Work&, RoutedComm& comm) {
@@ -695,7 +1007,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::_reduce_scatter_base(
         comm.reduce_scatter(in->buffer(), recv, op);
         out->publish();
       },
-      is_blocking(opts));
+      is_blocking(opts), Route::kCollective, device, needs_host(op, input));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter_tensor_coalesced(
@@ -714,6 +1026,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter_tensor_coalesc
     pairs.emplace_back(std::make_shared<StagedTensor>(inputs[i]),
                        std::make_shared<StagedTensor>(outputs[i], /*copy_in=*/false));
   }
+  const auto device = device_of(at, {&inputs, &outputs});
   return enqueue(
       "reduce_scatter_tensor_coalesced", c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, outputs,
       [pairs, op](Work&, RoutedComm& comm) {
@@ -723,7 +1036,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter_tensor_coalesc
           out->publish();
         }
       },
-      is_blocking(opts));
+      is_blocking(opts), Route::kCollective, device, needs_host(op, inputs[0]));
 }
 
 namespace {
@@ -794,6 +1107,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::alltoall_base(
   // A separate input buffer even when the caller aliases them: peers read it while we write.
   auto in = std::make_shared<StagedTensor>(input.is_same(output) ? input.clone() : input);
   auto out = std::make_shared<StagedTensor>(output, /*copy_in=*/false);
+  const std::vector<at::Tensor> tensors_of_op{input, output};
+  const auto device = device_of(at, {&tensors_of_op});
   return enqueue(
       "all_to_all_single", c10d::OpType::ALLTOALL_BASE, {output},
       [in, out, layout](Work&, RoutedComm& comm) {
@@ -801,7 +1116,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::alltoall_base(
         layout->run(comm, in->buffer(), recv);
         out->publish();
       },
-      is_blocking(opts));
+      is_blocking(opts), Route::kCollective, device, false);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::alltoall(std::vector<at::Tensor>& outputs,
@@ -820,6 +1135,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::alltoall(std::vector<at::Tens
   layout->scale(transport_units_per_element(inputs[0]));
   auto in = std::make_shared<StagedList>(inputs, /*copy_in=*/true);
   auto out = std::make_shared<StagedList>(outputs, /*copy_in=*/false);
+  const auto device = device_of(at, {&inputs, &outputs});
   return enqueue(
       "all_to_all", c10d::OpType::ALLTOALL, outputs,
       [in, out, layout](Work&, RoutedComm& comm) {
@@ -827,7 +1143,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::alltoall(std::vector<at::Tens
         layout->run(comm, in->buffer(), recv);
         out->publish();
       },
-      is_blocking(opts));
+      is_blocking(opts), Route::kCollective, device, false);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::send(std::vector<at::Tensor>& tensors,
@@ -837,12 +1153,20 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::send(std::vector<at::Tensor>&
   TORCH_CHECK(dst_rank >= 0 && dst_rank < size_ && dst_rank != rank_, at, ": destination ",
               dst_rank, " is not another rank of this group of ", size_);
   auto staged = std::make_shared<StagedTensor>(tensors[0]);
+  const auto device = device_of(at, {&tensors});
   return enqueue(
       "send", c10d::OpType::SEND, tensors,
-      [staged, dst_rank, tag](Work&, RoutedComm& comm) {
+      [this, staged, dst_rank, tag, device](Work&, RoutedComm& comm) {
+        const DeviceSession* session = DeviceSession::current();
+        if (session != nullptr && !session->staged) {
+          std::unique_lock<std::mutex> hold;
+          peer_communicator(dst_rank, *device, session->stream, &hold)
+              .send(staged->buffer(), rank_ < dst_rank ? 1 : 0, tag);
+          return;
+        }
         comm.send(staged->buffer(), dst_rank, tag);
       },
-      /*blocking=*/false, Route::kSend);
+      /*blocking=*/false, Route::kSend, device, /*host_only=*/false, dst_rank);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::recv(std::vector<at::Tensor>& tensors,
@@ -852,14 +1176,23 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::recv(std::vector<at::Tensor>&
   TORCH_CHECK(src_rank >= 0 && src_rank < size_ && src_rank != rank_, at, ": source ", src_rank,
               " is not another rank of this group of ", size_);
   auto staged = std::make_shared<StagedTensor>(tensors[0], /*copy_in=*/false);
+  const auto device = device_of(at, {&tensors});
   return enqueue(
       "recv", c10d::OpType::RECV, tensors,
-      [staged, src_rank, tag](Work& work, RoutedComm& comm) {
+      [this, staged, src_rank, tag, device](Work& work, RoutedComm& comm) {
         domino_buffer_t buffer = staged->buffer();
-        work.set_source_rank(comm.recv(buffer, src_rank, tag));
+        const DeviceSession* session = DeviceSession::current();
+        if (session != nullptr && !session->staged) {
+          std::unique_lock<std::mutex> hold;
+          peer_communicator(src_rank, *device, session->stream, &hold)
+              .recv(buffer, rank_ < src_rank ? 1 : 0, tag);
+          work.set_source_rank(src_rank);
+        } else {
+          work.set_source_rank(comm.recv(buffer, src_rank, tag));
+        }
         staged->publish();
       },
-      /*blocking=*/false, Route::kRecv);
+      /*blocking=*/false, Route::kRecv, device, /*host_only=*/false, src_rank);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::recvAnysource(std::vector<at::Tensor>& tensors,
@@ -868,6 +1201,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::recvAnysource(std::vector<at:
   require_one("recv", tensors, at);
   TORCH_CHECK(size_ > 1, at, ": a group of one rank has nobody to receive from");
   auto staged = std::make_shared<StagedTensor>(tensors[0], /*copy_in=*/false);
+  const auto device = device_of(at, {&tensors});
+  // The sender cannot know whom NCCL would pair it with: CUDA any-source receives need every
+  // CUDA send of the group to go through host memory.
+  TORCH_CHECK(
+      !device || device_plugin_ == nullptr || settings_.gpu_transport == GpuTransport::kStaged, at,
+      ": receiving from any source into a ", tensors[0].device(),
+      " tensor is not possible over NCCL; name the source rank, receive into a CPU "
+      "tensor, or set DOMINO_GPU_TRANSPORT=staged");
   return enqueue(
       "recv", c10d::OpType::RECVANYSOURCE, tensors,
       [staged, tag](Work& work, RoutedComm& comm) {
@@ -875,7 +1216,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::recvAnysource(std::vector<at:
         work.set_source_rank(comm.recv(buffer, -1, tag));
         staged->publish();
       },
-      /*blocking=*/false, Route::kRecv);
+      /*blocking=*/false, Route::kRecv, device, /*host_only=*/true);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::barrier(const c10d::BarrierOptions& opts) {

@@ -5,14 +5,19 @@
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
+#include <c10/core/Device.h>
+#include <c10/core/Stream.h>
+
 #include <array>
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "config/Settings.h"
 #include "domino/plugin.h"
@@ -24,6 +29,7 @@
 namespace domino {
 
 class Communicator;
+class DeviceRuntime;
 class PluginRegistry;
 class RoutedComm;
 class ProgressLane;
@@ -118,22 +124,50 @@ class ProcessGroupDomino : public c10d::Backend {
   // Collectives issued so far on each lane, indexed by Priority (observability and tests).
   std::array<uint64_t, 3> issued_per_lane() const;
 
+  // How this group's CUDA tensors travel: "nccl", "staged" (through host memory over the CPU
+  // transports), or "undecided" before its first CUDA collective.
+  const char* device_path() const;
+  // Whether this build can move CUDA tensors over NCCL at all.
+  bool has_device_transport() const { return device_plugin_ != nullptr; }
+  // The comm streams made so far, one per lane ("high", "normal", "low", "p2p") and device.
+  struct CommStream {
+    std::string lane;
+    int device;
+    int priority;
+    int least_priority;
+    int greatest_priority;
+  };
+  std::vector<CommStream> comm_streams() const;
+
  private:
   static constexpr int kLanes = 3;  // indexed by Priority: high, normal, low
+  // CUDA sends and receives with peer p use comm stream kPeerLane + p.
+  static constexpr int kPeerLane = kLanes;
   enum class Route { kCollective, kSend, kRecv };
+  enum class DevicePath { kUndecided, kNccl, kStaged };
 
   std::string label() const;
   std::string where(const char* op) const;
   // Issues body on the lane the calling thread's priority selects (or the send or receive lane).
   // The returned Work holds outputs alive until it completes. A blocking caller
   // (async_op=False) waits at once, so an idle lane is not woken: the wait runs the job itself.
+  // device: where the op's tensors live (nullopt: host memory). CUDA work waits for the caller's
+  // current stream, runs on its lane's comm stream, and is staged through host memory when the
+  // group's device path says so or host_only (an op NCCL cannot do).
   c10::intrusive_ptr<c10d::Work> enqueue(const char* op, c10d::OpType type,
                                          std::vector<at::Tensor> outputs,
                                          std::function<void(Work&, RoutedComm&)> body,
-                                         bool blocking = false, Route route = Route::kCollective);
+                                         bool blocking = false, Route route = Route::kCollective,
+                                         std::optional<c10::Device> device = std::nullopt,
+                                         bool host_only = false, int peer = -1);
   // The lane's communicators, created on its first collective (in that lane's thread: every rank
   // reaches it in the same lane order, which is the contract).
   RoutedComm& communicator(int lane);
+  // What every communicator over members (group ranks, ascending) is told; name, bootstrap and
+  // *global (filled with the members' global ranks) must outlive the config.
+  domino_comm_config_t comm_config(const std::vector<int>& members, const std::string& name,
+                                   const StoreBootstrap& bootstrap,
+                                   std::vector<int64_t>* global) const;
   // The registry's transport that variable (whose value is chosen) names; "auto" = automatic.
   const domino_plugin_v1_t* loaded_transport(const char* variable, const std::string& chosen,
                                              const char* automatic) const;
@@ -144,6 +178,20 @@ class ProcessGroupDomino : public c10d::Backend {
   // Rank 0's plan settings and costs, which every rank adopts so that all plan alike.
   topology::Router agree_on_routing(const std::string& host_list);
   bool higher_priority_pending(int lane) const;
+  // NCCL or staged, decided once for the group at its first CUDA collective: every rank
+  // publishes its host and GPU, and ranks sharing a GPU make the whole group stage.
+  DevicePath decide_device_path(c10::Device device);
+  DeviceRuntime& device_runtime();                // device_mutex_ held
+  void publish_gpu_identity(c10::Device device);  // device_mutex_ held
+  // Sends and receives decide per pair: staged when the two ranks share a GPU.
+  bool pair_staged(int peer, c10::Device device);
+  c10::Stream comm_stream(int lane, c10::Device device);
+  // The lane's NCCL communicators on device (flat, and per topology level across hosts).
+  RoutedComm& device_communicator(int lane, c10::Device device, const c10::Stream& stream);
+  // The two-rank NCCL communicator with peer, for sends and receives; *hold keeps it to the
+  // calling thread until released.
+  Communicator& peer_communicator(int peer, c10::Device device, const c10::Stream& stream,
+                                  std::unique_lock<std::mutex>* hold);
 
   c10::intrusive_ptr<Options> options_;
   Settings settings_;
@@ -166,6 +214,25 @@ class ProcessGroupDomino : public c10d::Backend {
   std::array<std::atomic<uint64_t>, kLanes> issued_{};
   std::array<std::pair<ProcessGroupDomino*, int>, kLanes> pause_contexts_{};
   std::atomic<uint64_t> sequence_{0};
+  const domino_plugin_v1_t* device_plugin_ = nullptr;
+  mutable std::mutex device_mutex_;
+  std::unique_ptr<DeviceRuntime> device_runtime_;
+  std::atomic<DevicePath> device_path_{DevicePath::kUndecided};
+  std::map<std::pair<int, int>, c10::Stream> comm_streams_;  // (lane, device)
+  std::map<int, bool> pair_staged_;                          // by peer
+  struct DeviceComm {
+    std::vector<std::unique_ptr<StoreBootstrap>> bootstraps;
+    std::unique_ptr<topology::Router> router;
+    std::unique_ptr<RoutedComm> comm;
+  };
+  std::map<std::pair<int, int>, DeviceComm> device_comms_;  // (lane, device)
+  struct PeerComm {
+    std::mutex mutex;
+    std::unique_ptr<StoreBootstrap> bootstrap;
+    std::unique_ptr<Communicator> comm;
+  };
+  std::mutex peer_mutex_;  // guards the map; each pair has its own lock
+  std::map<std::pair<int, int>, PeerComm> peer_comms_;  // (peer, device)
   // Declared last, so they stop before the communicators go. Sends and receives have lanes of
   // their own so that a send waiting for its receiver never blocks a receive.
   std::array<std::unique_ptr<ProgressLane>, kLanes> lanes_;

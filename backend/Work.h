@@ -2,12 +2,15 @@
 // future behave as ProcessGroupGloo's do, so DDP comm hooks and async_op code work unchanged.
 #pragma once
 
+#include <c10/core/Event.h>
+#include <c10/core/Stream.h>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include <atomic>
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 namespace domino {
@@ -25,6 +28,14 @@ class Work : public c10d::Work {
   // Set once at issue: tries to run this work's job on the calling thread.
   void set_run_now(std::function<bool()> run_now) { run_now_ = std::move(run_now); }
 
+  // CUDA works, at issue: the device the outputs live on. Its future is then CUDA-aware, and
+  // blocking_wait makes wait() block the host until the device is done (within timeout).
+  void set_device(c10::Device device, bool blocking_wait, std::chrono::milliseconds timeout);
+  // By the lane once the work is enqueued on stream, before complete(): done marks its end.
+  void set_device_done(c10::Stream stream, std::shared_ptr<c10::Event> done);
+  // Host side finished and, for CUDA works, the device too.
+  bool isCompleted() override;
+
   // Called once by the progress lane.
   void complete();
   void fail(std::exception_ptr error);
@@ -39,6 +50,11 @@ class Work : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> future_;
   bool finished_ = false;
   std::exception_ptr error_;
+  std::optional<c10::Device> device_;
+  bool blocking_wait_ = false;
+  std::chrono::milliseconds device_timeout_{0};
+  std::optional<c10::Stream> stream_;
+  std::shared_ptr<c10::Event> done_;
 };
 
 }  // namespace domino

@@ -110,7 +110,8 @@ const std::vector<std::string>& known_variables() {
                                                  "DOMINO_SHM_BYTES",       "DOMINO_TOPO_FILE",
                                                  "DOMINO_PLUGIN_PATH",     "DOMINO_LOG",
                                                  "DOMINO_SINGLE_COPY",     "DOMINO_COST_INTRA",
-                                                 "DOMINO_COST_INTER"};
+                                                 "DOMINO_COST_INTER",      "DOMINO_GPU_TRANSPORT",
+                                                 "DOMINO_BLOCKING_WAIT"};
   return names;
 }
 
@@ -180,6 +181,13 @@ ParsedSettings parse_settings(const std::map<std::string, std::string>& env) {
       s.plugin_path = split_path(value);
     } else if (name == "DOMINO_SINGLE_COPY") {
       s.single_copy = choose<bool>(name, value, {{"auto", true}, {"off", false}});
+    } else if (name == "DOMINO_GPU_TRANSPORT") {
+      s.gpu_transport = choose<GpuTransport>(name, value,
+                                             {{"auto", GpuTransport::kAuto},
+                                              {"nccl", GpuTransport::kNccl},
+                                              {"staged", GpuTransport::kStaged}});
+    } else if (name == "DOMINO_BLOCKING_WAIT") {
+      s.blocking_wait = choose<bool>(name, value, {{"0", false}, {"1", true}});
     } else if (name == "DOMINO_LOG") {
       s.log_level = choose<LogLevel>(name, value,
                                      {{"error", LogLevel::kError},

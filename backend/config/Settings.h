@@ -15,6 +15,8 @@ namespace domino {
 enum class LogLevel { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3 };
 enum class Priority { kHigh, kNormal, kLow };
 enum class IntraAlgorithm { kAuto, kDirect, kReduceScatterAllGather };
+// How CUDA tensors travel: NCCL when every rank has a GPU of its own, else through host memory.
+enum class GpuTransport { kAuto, kNccl, kStaged };
 
 struct Settings {
   std::string host_id;  // empty: detect
@@ -32,6 +34,10 @@ struct Settings {
   std::string topology_file;
   std::vector<std::string> plugin_path;
   LogLevel log_level = LogLevel::kWarn;
+  GpuTransport gpu_transport = GpuTransport::kAuto;
+  // Work.wait() on a CUDA collective blocks the host until it is done (else only the caller's
+  // stream waits), and a collective not done within the group timeout raises.
+  bool blocking_wait = false;
 };
 
 class ConfigError : public std::invalid_argument {

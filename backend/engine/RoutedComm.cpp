@@ -14,8 +14,27 @@ namespace domino {
 using topology::Collective;
 using topology::PlanKind;
 
-RoutedComm::RoutedComm(const topology::Router& router, int rank, const Factory& make)
-    : router_(router), rank_(rank), size_(static_cast<int>(router.layout().host_of_rank.size())) {
+namespace {
+class HostMemory : public RoutedComm::Memory {
+ public:
+  std::shared_ptr<void> allocate(size_t bytes, int) override {
+    return std::shared_ptr<void>(new char[bytes](), std::default_delete<char[]>());
+  }
+  void copy(void* dst, const void* src, size_t bytes, int) override {
+    std::memcpy(dst, src, bytes);
+  }
+  void divide(const domino_buffer_t& buffer, int divisor) override {
+    divide_buffer(buffer.ptr, buffer.count, buffer.dtype, divisor);
+  }
+};
+}  // namespace
+
+RoutedComm::RoutedComm(const topology::Router& router, int rank, const Factory& make,
+                       std::shared_ptr<Memory> memory)
+    : router_(router),
+      rank_(rank),
+      size_(static_cast<int>(router.layout().host_of_rank.size())),
+      memory_(memory ? std::move(memory) : std::make_shared<HostMemory>()) {
   const topology::GroupLayout& layout = router.layout();
   std::vector<int> everyone(static_cast<size_t>(size_));
   for (int r = 0; r < size_; ++r) everyone[static_cast<size_t>(r)] = r;
@@ -104,7 +123,7 @@ void RoutedComm::run_allreduce(PlanKind kind, const domino_buffer_t& send, domin
     return;
   }
   const size_t bytes = recv.count * dtype_size(recv.dtype);
-  if (send.ptr != recv.ptr && bytes > 0) std::memcpy(recv.ptr, send.ptr, bytes);
+  if (send.ptr != recv.ptr && bytes > 0) memory_->copy(recv.ptr, send.ptr, bytes, recv.device);
   // AVG is a sum until the end: a mean of per-host means would weigh hosts, not ranks.
   const domino_redop_t step_op = op == DOMINO_AVG ? DOMINO_SUM : op;
   try {
@@ -119,7 +138,7 @@ void RoutedComm::run_allreduce(PlanKind kind, const domino_buffer_t& send, domin
                          std::string("allreduce (") + topology::plan_name(kind) +
                              " plan across hosts) failed in one of its steps: " + e.what());
   }
-  if (op == DOMINO_AVG) divide_buffer(recv.ptr, recv.count, recv.dtype, size_);
+  if (op == DOMINO_AVG) memory_->divide(recv, size_);
 }
 
 void RoutedComm::allreduce_hierarchical(domino_buffer_t& data, domino_redop_t op) {
@@ -133,20 +152,21 @@ void RoutedComm::allreduce_hierarchical(domino_buffer_t& data, domino_redop_t op
   const size_t padded = slice * local_size;
   // Reduce-scatter needs equal slices: a message that does not divide goes through a padded
   // copy whose tail nobody reads.
-  std::vector<char> padded_copy;
+  std::shared_ptr<void> padded_copy;
   domino_buffer_t whole = data;
   if (padded != data.count) {
-    padded_copy.assign(padded * element, 0);
-    if (data.count > 0) std::memcpy(padded_copy.data(), data.ptr, data.count * element);
-    whole = {padded_copy.data(), padded, data.dtype, data.device};
+    padded_copy = memory_->allocate(padded * element, data.device);
+    if (data.count > 0)
+      memory_->copy(padded_copy.get(), data.ptr, data.count * element, data.device);
+    whole = {padded_copy.get(), padded, data.dtype, data.device};
   }
-  std::vector<char> part(slice * element);
-  domino_buffer_t mine{part.data(), slice, data.dtype, data.device};
+  const std::shared_ptr<void> part = memory_->allocate(slice * element, data.device);
+  domino_buffer_t mine{part.get(), slice, data.dtype, data.device};
   local_->reduce_scatter(whole, mine, op);
   rail_->allreduce(mine, mine, op);
   local_->allgather(mine, whole);
-  if (!padded_copy.empty() && data.count > 0) {
-    std::memcpy(data.ptr, padded_copy.data(), data.count * element);
+  if (padded_copy && data.count > 0) {
+    memory_->copy(data.ptr, padded_copy.get(), data.count * element, data.device);
   }
 }
 

@@ -28,10 +28,22 @@ class RoutedComm {
   };
   using Factory = std::function<std::unique_ptr<Communicator>(const Spec&)>;
 
+  // How plans that pass through scratch memory touch the data. Host memory unless the backend
+  // gives device operations (for communicators over CUDA memory, which are stream-ordered).
+  class Memory {
+   public:
+    virtual ~Memory() = default;
+    // Zeroed scratch of bytes on device (-1: host), alive as long as the returned holder.
+    virtual std::shared_ptr<void> allocate(size_t bytes, int device) = 0;
+    virtual void copy(void* dst, const void* src, size_t bytes, int device) = 0;
+    virtual void divide(const domino_buffer_t& buffer, int divisor) = 0;
+  };
+
   // Buffers are passed by const reference, like the plugin ABI: the struct is the caller's,
   // the memory it points to is written.
   // Builds every communicator this rank needs, in an order every rank shares.
-  RoutedComm(const topology::Router& router, int rank, const Factory& make);
+  RoutedComm(const topology::Router& router, int rank, const Factory& make,
+             std::shared_ptr<Memory> memory = nullptr);
 
   void allreduce(const domino_buffer_t& send, const domino_buffer_t& recv_buffer,
                  domino_redop_t op);
@@ -69,6 +81,7 @@ class RoutedComm {
   std::unique_ptr<Communicator> local_;    // this host's ranks, when more than one
   std::unique_ptr<Communicator> rail_;     // uniform layouts
   std::unique_ptr<Communicator> leaders_;  // on each host's first rank
+  std::shared_ptr<Memory> memory_;
   std::string last_plan_;
   std::optional<PlanTrial> small_allreduce_trial_;  // groups across hosts, plan not forced
 };

@@ -197,6 +197,24 @@ PYBIND11_MODULE(_C, m) {
              return out;
            })
       .def("_host", [](const domino::ProcessGroupDomino& pg) { return host_dict(pg.host()); })
+      .def("_cuda",
+           [](const domino::ProcessGroupDomino& pg) {
+             py::dict out;
+             out["path"] = pg.device_path();
+             out["nccl_built"] = pg.has_device_transport();
+             py::list streams;
+             for (const auto& s : pg.comm_streams()) {
+               py::dict entry;
+               entry["lane"] = s.lane;
+               entry["device"] = s.device;
+               entry["priority"] = s.priority;
+               entry["least_priority"] = s.least_priority;
+               entry["greatest_priority"] = s.greatest_priority;
+               streams.append(entry);
+             }
+             out["comm_streams"] = streams;
+             return out;
+           })
       .def("_issued_per_lane", [](const domino::ProcessGroupDomino& pg) {
         const auto counts = pg.issued_per_lane();
         py::dict out;

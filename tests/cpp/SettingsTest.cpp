@@ -67,14 +67,33 @@ TEST(Settings, EveryKnownVariableIsAccepted) {
   for (const auto& name : known_variables()) {
     EXPECT_EQ(name.rfind("DOMINO_", 0), 0u) << name;
   }
-  EXPECT_EQ(known_variables().size(), 13u);
+  EXPECT_EQ(known_variables().size(), 15u);
   EXPECT_FALSE(parse_settings({{"DOMINO_SINGLE_COPY", "off"}}).settings.single_copy);
   EXPECT_THROW(parse_settings({{"DOMINO_SINGLE_COPY", "on"}}), ConfigError);
 }
 
+TEST(Settings, GpuTransportAndBlockingWaitTakeTheirNamedValues) {
+  EXPECT_EQ(parse_settings({}).settings.gpu_transport, GpuTransport::kAuto);
+  EXPECT_EQ(parse_settings({{"DOMINO_GPU_TRANSPORT", "staged"}}).settings.gpu_transport,
+            GpuTransport::kStaged);
+  EXPECT_EQ(parse_settings({{"DOMINO_GPU_TRANSPORT", "NCCL"}}).settings.gpu_transport,
+            GpuTransport::kNccl);
+  EXPECT_TRUE(parse_settings({{"DOMINO_BLOCKING_WAIT", "1"}}).settings.blocking_wait);
+  EXPECT_FALSE(parse_settings({}).settings.blocking_wait);
+  for (const auto& [name, bad] : std::vector<std::pair<std::string, std::string>>{
+           {"DOMINO_GPU_TRANSPORT", "gloo"}, {"DOMINO_BLOCKING_WAIT", "yes"}}) {
+    try {
+      parse_settings({{name, bad}});
+      ADD_FAILURE() << name << "=" << bad << " accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(Settings, AlgoTakesOnePlanOneInterAlgorithmAndOneSharedMemoryAlgorithm) {
-  const Settings s =
-      parse_settings({{"DOMINO_ALGO", "hierarchical,Rabenseifner,direct"}}).settings;
+  const Settings s = parse_settings({{"DOMINO_ALGO", "hierarchical,Rabenseifner,direct"}}).settings;
   EXPECT_EQ(s.plan, "hierarchical");
   EXPECT_EQ(s.inter_algorithm, "rabenseifner");
   EXPECT_EQ(s.algorithm, IntraAlgorithm::kDirect);

@@ -4,10 +4,11 @@
 #
 #   bash tests/gpu/run.sh
 #
-# Covered today: the Domino layers' numerics on the device (TP=1, and 2 ranks sharing the GPU
-# over the domino backend, which stages CUDA tensors through host memory), and the backend's
-# CUDA device map. Not yet (issue 5): NCCL transport, per-lane comm streams at device
-# priorities, event-based waits; their checks join this script when they exist.
+# Checks: the NCCL transport through the plugin ABI (GoogleTest: one-rank all-reduce, split,
+# barrier); comm streams at the device's greatest / least priority per lane; Work.wait() that
+# makes the caller's stream wait while the host goes on; every op over NCCL at world size 1, and
+# host-staged among 2 to 4 processes sharing the GPU; the Domino layers' numerics on the device;
+# the backend's CUDA device map.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 VENV="${TORCH_DOMINO_VENV:-/opt/torch-domino-venv}"
@@ -20,5 +21,8 @@ fi
 nvidia-smi -L
 bash "$ROOT/scripts/setup.sh" || exit 1
 "$VENV/bin/python" -c "import torch; assert torch.cuda.is_available(), 'torch sees no GPU'; print('torch', torch.__version__, torch.cuda.get_device_name(0))" || exit 1
+status=0
+ctest --test-dir "$ROOT/build/python" -R NcclPlugin --output-on-failure --timeout 120 || status=1
 "$VENV/bin/python" -m pytest -p no:cacheprovider -q -rs \
-  tests/python/test_gpu_overlap.py tests/python/test_backend_basics.py
+  tests/python/test_gpu_lanes.py tests/python/test_gpu_overlap.py tests/python/test_backend_basics.py || status=1
+exit $status

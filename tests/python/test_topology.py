@@ -32,6 +32,8 @@ def test_group_view_names_hosts_local_ranks_and_binding():
         assert view["host"]["source"] == "live" and view["host"]["processing_units"] >= 1
         assert view["binding"]["cpus"] and view["binding"]["numa"] >= 0
         assert view["transports"]["intra_host"] == "shm"
+        # No CUDA collective yet: nothing decided, no comm stream made; this build has NCCL.
+        assert view["cuda"] == {"path": "undecided", "nccl_built": True, "comm_streams": []}
 
 
 def test_a_group_across_hosts_reports_hosts_transports_and_plans(tmp_path):

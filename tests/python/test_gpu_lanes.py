@@ -1,0 +1,53 @@
+"""The CUDA path of the backend (skipped without a GPU; tests/gpu/run.sh runs these on a GPU
+machine): comm stream priorities per lane, waits that block the caller's stream and not the host,
+NCCL at world size 1, and host staging among ranks that share one GPU."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from ranks import assert_all_ok, run_ranks
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")
+
+
+def test_comm_streams_have_the_priority_of_their_lane():
+    (facts,) = assert_all_ok(run_ranks(1, "gpu_workers.stream_priorities", timeout=300))
+    state = facts["state"]
+    assert state["path"] == "nccl"
+    by_lane = {s["lane"]: s for s in state["comm_streams"]}
+    assert set(by_lane) == {"high", "normal", "low"}
+    greatest, least = by_lane["high"]["greatest_priority"], by_lane["high"]["least_priority"]
+    assert (least, greatest) == (facts["torch_least"], facts["torch_greatest"])
+    assert greatest < least, "this GPU offers a single stream priority: nothing to check"
+    assert by_lane["high"]["priority"] == greatest
+    assert by_lane["normal"]["priority"] == least
+    assert by_lane["low"]["priority"] == least
+
+
+def test_wait_makes_the_callers_stream_wait_without_blocking_the_host():
+    (facts,) = assert_all_ok(run_ranks(1, "gpu_workers.caller_stream_waits", timeout=300))
+    assert facts["path"] == "nccl"
+    # The kernel ahead of the all-reduce runs about 1.5 s; the host must not sit through it.
+    assert facts["host_wait_s"] < 0.3 * facts["total_s"], facts
+    assert facts["stream_busy_after_wait"], facts
+    assert not facts["completed_right_after_wait"], facts
+    assert facts["value"] == facts["expected"]
+    assert facts["doubled"] == 2 * facts["expected"]
+
+
+def test_every_op_over_nccl_at_world_size_one():
+    (facts,) = assert_all_ok(run_ranks(1, "gpu_workers.collectives_on_device", timeout=300))
+    assert facts["path"] == "nccl"
+    assert facts["failures"] == []
+
+
+@pytest.mark.parametrize("world", [2, 3, 4])
+def test_ranks_sharing_one_gpu_stage_through_host_memory(world):
+    if torch.cuda.device_count() >= world:
+        pytest.skip("every rank has a GPU of its own here: nothing is staged")
+    results = assert_all_ok(run_ranks(world, "gpu_workers.collectives_on_device", timeout=600))
+    for facts in results:
+        assert facts["path"] == "staged"
+        assert facts["failures"] == []
