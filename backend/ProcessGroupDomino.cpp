@@ -439,12 +439,15 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
     ready->record(c10::impl::VirtualGuardImpl(device->type()).getStream(*device));
     // Each peer gets a stream of its own, so a send that waits for its receiver on the device
     // never holds up a transfer with another peer (rings of sends and receives would deadlock).
-    const int stream_lane = route == Route::kCollective ? lane_index : kPeerLane + peer;
+    const int stream_lane = route == Route::kCollective ? lane_index
+                            : peer < 0                  ? kPeerLane + 2 * size_
+                                       : kPeerLane + 2 * peer + (route == Route::kRecv);
     job = [this, work, body = std::move(body), lane_index, pending, device = *device, ready,
            stream_lane, host_only, route, peer] {
       try {
         const c10::Stream stream = comm_stream(stream_lane, device);
         ready->block(stream);
+        publish_gpu_identity(device);  // whatever this op is, peers deciding may wait for it
         const bool staged = host_only || (route == Route::kCollective
                                               ? decide_device_path(device) == DevicePath::kStaged
                                               : pair_staged(peer, device));
@@ -502,9 +505,13 @@ std::vector<ProcessGroupDomino::CommStream> ProcessGroupDomino::comm_streams() c
   std::vector<CommStream> out;
   for (const auto& [key, stream] : comm_streams_) {
     const auto [least, greatest] = device_runtime_->priority_range(stream.device_index());
-    out.push_back({key.first >= kPeerLane ? "p2p:" + std::to_string(key.first - kPeerLane)
-                                          : priority_name(static_cast<Priority>(key.first)),
-                   key.second, device_runtime_->priority_of(stream), least, greatest});
+    const int peer_slot = key.first - kPeerLane;
+    const std::string lane =
+        peer_slot < 0 ? std::string(priority_name(static_cast<Priority>(key.first)))
+        : peer_slot == 2 * size_
+            ? std::string("recv:any")
+            : std::string(peer_slot % 2 ? "recv:" : "send:") + std::to_string(peer_slot / 2);
+    out.push_back({lane, key.second, device_runtime_->priority_of(stream), least, greatest});
   }
   return out;
 }
@@ -525,19 +532,24 @@ constexpr const char* kGpuIdentityPrefix = "domino/cuda/identity/";
 }  // namespace
 
 void ProcessGroupDomino::publish_gpu_identity(c10::Device device) {
+  if (gpu_identity_published_.load()) return;
+  std::lock_guard<std::mutex> lock(device_mutex_);
+  if (gpu_identity_published_.load()) return;
   const std::string host =
       layout_.hosts[static_cast<size_t>(layout_.host_of_rank[static_cast<size_t>(rank_)])];
   const std::string mine = host + " GPU " + device_runtime().identity(device.index());
   store_->set(kGpuIdentityPrefix + std::to_string(rank_),
               std::vector<uint8_t>(mine.begin(), mine.end()));
+  gpu_identity_published_ = true;
 }
 
 bool ProcessGroupDomino::pair_staged(int peer, c10::Device device) {
   if (device_plugin_ == nullptr || settings_.gpu_transport == GpuTransport::kStaged) return true;
-  std::lock_guard<std::mutex> lock(device_mutex_);
+  publish_gpu_identity(device);
+  // Its own lock: waiting here for the peer must not hold up other lanes' streams.
+  std::lock_guard<std::mutex> lock(device_path_mutex_);
   auto found = pair_staged_.find(peer);
   if (found != pair_staged_.end()) return found->second;
-  publish_gpu_identity(device);
   auto identity = [&](int rank) {
     const std::string key = kGpuIdentityPrefix + std::to_string(rank);
     try {
@@ -562,9 +574,9 @@ bool ProcessGroupDomino::pair_staged(int peer, c10::Device device) {
 ProcessGroupDomino::DevicePath ProcessGroupDomino::decide_device_path(c10::Device device) {
   const DevicePath known = device_path_.load();
   if (known != DevicePath::kUndecided) return known;
-  std::lock_guard<std::mutex> lock(device_mutex_);
-  if (device_path_.load() != DevicePath::kUndecided) return device_path_.load();
   publish_gpu_identity(device);
+  std::lock_guard<std::mutex> lock(device_path_mutex_);
+  if (device_path_.load() != DevicePath::kUndecided) return device_path_.load();
   const std::string prefix = kGpuIdentityPrefix;
   std::vector<std::string> keys, ids;
   for (int r = 0; r < size_; ++r) keys.push_back(prefix + std::to_string(r));
@@ -638,8 +650,7 @@ RoutedComm& ProcessGroupDomino::device_communicator(int lane, c10::Device device
   auto make = [&](const RoutedComm::Spec& spec) -> std::unique_ptr<Communicator> {
     const std::string part = spec.name.empty() ? "flat" : spec.name;
     slot->bootstraps.push_back(std::make_unique<StoreBootstrap>(
-        store_, std::string("domino/cuda/") + priority_name(priority) + "/" +
-                    std::to_string(device.index()) + "/" + part + "/"));
+        store_, std::string("domino/cuda/") + priority_name(priority) + "/" + part + "/"));
     const std::string name =
         group_name_ + "/cuda/" + part +
         (priority == Priority::kNormal ? "" : std::string(":") + priority_name(priority));
@@ -667,30 +678,37 @@ RoutedComm& ProcessGroupDomino::device_communicator(int lane, c10::Device device
   return *slot->comm;
 }
 
-Communicator& ProcessGroupDomino::peer_communicator(int peer, c10::Device device,
+Communicator& ProcessGroupDomino::peer_communicator(int peer, bool sending, c10::Device device,
                                                     const c10::Stream& stream,
                                                     std::unique_lock<std::mutex>* hold) {
   PeerComm* slot;
   {
     std::lock_guard<std::mutex> lock(peer_mutex_);
-    slot = &peer_comms_[{peer, device.index()}];  // map nodes stay put
+    slot = &peer_comms_[{peer, sending}];  // map nodes stay put
   }
-  // One lock per pair, held through set-up and the call: the send and receive lanes share the
-  // communicator, and set-up with one peer must not wait for set-up with another.
+  // One lock per direction, held through set-up and the call: set-up with one peer, or in one
+  // direction, must not wait for another (both ranks sending first would deadlock).
   *hold = std::unique_lock<std::mutex>(slot->mutex);
-  if (slot->comm) return *slot->comm;
-  const int low = std::min(rank_, peer), high = std::max(rank_, peer);
-  const std::string pair = std::to_string(low) + "-" + std::to_string(high);
-  slot->bootstrap = std::make_unique<StoreBootstrap>(store_, "domino/cuda/p2p/" + pair + "/");
-  const std::string name = group_name_ + "/cuda/p2p/" + pair;
+  if (slot->comm) {
+    TORCH_CHECK(slot->device == device.index(), "domino: ", label(), ": CUDA ",
+                sending ? "sends to" : "receives from", " rank ", peer, " used cuda:", slot->device,
+                " and now ", device, "; use one device per peer and direction");
+    return *slot->comm;
+  }
+  const int from = sending ? rank_ : peer, to = sending ? peer : rank_;
+  const std::string direction = std::to_string(from) + "to" + std::to_string(to);
+  slot->bootstrap = std::make_unique<StoreBootstrap>(store_, "domino/cuda/p2p/" + direction + "/");
+  const std::string name = group_name_ + "/cuda/p2p/" + direction;
   std::vector<int64_t> members;
-  domino_comm_config_t config = comm_config({low, high}, name, *slot->bootstrap, &members);
+  domino_comm_config_t config =
+      comm_config({std::min(from, to), std::max(from, to)}, name, *slot->bootstrap, &members);
   config.device = device.index();
   {
     std::lock_guard<std::mutex> lock(device_mutex_);
     config.stream = device_runtime_->native_handle(stream);
   }
   slot->comm = std::make_unique<Communicator>(device_plugin_, config);
+  slot->device = device.index();
   return *slot->comm;
 }
 
@@ -1160,7 +1178,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::send(std::vector<at::Tensor>&
         const DeviceSession* session = DeviceSession::current();
         if (session != nullptr && !session->staged) {
           std::unique_lock<std::mutex> hold;
-          peer_communicator(dst_rank, *device, session->stream, &hold)
+          peer_communicator(dst_rank, /*sending=*/true, *device, session->stream, &hold)
               .send(staged->buffer(), rank_ < dst_rank ? 1 : 0, tag);
           return;
         }
@@ -1184,7 +1202,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::recv(std::vector<at::Tensor>&
         const DeviceSession* session = DeviceSession::current();
         if (session != nullptr && !session->staged) {
           std::unique_lock<std::mutex> hold;
-          peer_communicator(src_rank, *device, session->stream, &hold)
+          peer_communicator(src_rank, /*sending=*/false, *device, session->stream, &hold)
               .recv(buffer, rank_ < src_rank ? 1 : 0, tag);
           work.set_source_rank(src_rank);
         } else {

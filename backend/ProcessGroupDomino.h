@@ -141,7 +141,8 @@ class ProcessGroupDomino : public c10d::Backend {
 
  private:
   static constexpr int kLanes = 3;  // indexed by Priority: high, normal, low
-  // CUDA sends and receives with peer p use comm stream kPeerLane + p.
+  // CUDA sends to peer p use comm stream kPeerLane + 2p, receives from it kPeerLane + 2p + 1,
+  // receives from any source kPeerLane + 2 * size.
   static constexpr int kPeerLane = kLanes;
   enum class Route { kCollective, kSend, kRecv };
   enum class DevicePath { kUndecided, kNccl, kStaged };
@@ -182,16 +183,16 @@ class ProcessGroupDomino : public c10d::Backend {
   // publishes its host and GPU, and ranks sharing a GPU make the whole group stage.
   DevicePath decide_device_path(c10::Device device);
   DeviceRuntime& device_runtime();                // device_mutex_ held
-  void publish_gpu_identity(c10::Device device);  // device_mutex_ held
+  void publish_gpu_identity(c10::Device device);  // once per group
   // Sends and receives decide per pair: staged when the two ranks share a GPU.
   bool pair_staged(int peer, c10::Device device);
   c10::Stream comm_stream(int lane, c10::Device device);
   // The lane's NCCL communicators on device (flat, and per topology level across hosts).
   RoutedComm& device_communicator(int lane, c10::Device device, const c10::Stream& stream);
-  // The two-rank NCCL communicator with peer, for sends and receives; *hold keeps it to the
-  // calling thread until released.
-  Communicator& peer_communicator(int peer, c10::Device device, const c10::Stream& stream,
-                                  std::unique_lock<std::mutex>* hold);
+  // The two-rank NCCL communicator for sends to peer (sending) or receives from it; each
+  // direction has its own. *hold keeps it to the calling thread until released.
+  Communicator& peer_communicator(int peer, bool sending, c10::Device device,
+                                  const c10::Stream& stream, std::unique_lock<std::mutex>* hold);
 
   c10::intrusive_ptr<Options> options_;
   Settings settings_;
@@ -218,6 +219,8 @@ class ProcessGroupDomino : public c10d::Backend {
   mutable std::mutex device_mutex_;
   std::unique_ptr<DeviceRuntime> device_runtime_;
   std::atomic<DevicePath> device_path_{DevicePath::kUndecided};
+  std::mutex device_path_mutex_;  // deciding waits for other ranks: not under device_mutex_
+  std::atomic<bool> gpu_identity_published_{false};
   std::map<std::pair<int, int>, c10::Stream> comm_streams_;  // (lane, device)
   std::map<int, bool> pair_staged_;                          // by peer
   struct DeviceComm {
@@ -230,9 +233,10 @@ class ProcessGroupDomino : public c10d::Backend {
     std::mutex mutex;
     std::unique_ptr<StoreBootstrap> bootstrap;
     std::unique_ptr<Communicator> comm;
+    int device = -1;
   };
-  std::mutex peer_mutex_;  // guards the map; each pair has its own lock
-  std::map<std::pair<int, int>, PeerComm> peer_comms_;  // (peer, device)
+  std::mutex peer_mutex_;  // guards the map; each direction has its own lock
+  std::map<std::pair<int, bool>, PeerComm> peer_comms_;  // (peer, sending)
   // Declared last, so they stop before the communicators go. Sends and receives have lanes of
   // their own so that a send waiting for its receiver never blocks a receive.
   std::array<std::unique_ptr<ProgressLane>, kLanes> lanes_;

@@ -24,21 +24,44 @@ void Work::set_device_done(c10::Stream stream, std::shared_ptr<c10::Event> done)
 }
 
 c10::intrusive_ptr<c10::ivalue::Future> Work::getFuture() {
-  std::lock_guard<std::mutex> lock(future_mutex_);
-  if (!future_) {
+  c10::intrusive_ptr<c10::ivalue::Future> future;
+  bool finished;
+  std::exception_ptr error;
+  {
+    std::lock_guard<std::mutex> lock(future_mutex_);
+    if (future_) return future_;
     auto type = c10::ListType::create(c10::TensorType::get());
     // A CUDA-aware future: whoever uses its value (then-callbacks, wait) has their stream wait on
-    // events recorded on the comm stream at completion, so no host blocks on the device.
+    // events recorded where the work ended, so no host blocks on the device.
     future_ = device_ ? c10::make_intrusive<c10::ivalue::Future>(type, std::vector{*device_})
                       : c10::make_intrusive<c10::ivalue::Future>(type);
-    if (finished_ && error_) future_->setError(error_);
-    if (finished_ && !error_) {
-      std::optional<c10::StreamGuard> on_comm_stream;
-      if (stream_) on_comm_stream.emplace(*stream_);
-      future_->markCompleted(c10::IValue(outputs_));
-    }
+    future = future_;
+    finished = finished_;
+    error = error_;
   }
-  return future_;
+  // Completed outside the lock: completion runs then-callbacks, which may need the GIL held by
+  // a thread waiting for this lock.
+  if (finished && error) future->setError(error);
+  if (finished && !error) complete_future(*future, /*late=*/true);
+  return future;
+}
+
+void Work::complete_future(c10::ivalue::Future& future, bool late) {
+  if (!stream_ || !done_) {
+    future.markCompleted(c10::IValue(outputs_));
+    return;
+  }
+  // The future records its events on the current stream. At completion that is the comm stream
+  // itself; later, a side stream that waits for exactly this work's end, not for whatever the
+  // comm stream has queued since.
+  c10::Stream on = *stream_;
+  if (late) {
+    on = c10::impl::VirtualGuardImpl(stream_->device_type())
+             .getStreamFromGlobalPool(stream_->device(), /*isHighPriority=*/false);
+    done_->block(on);
+  }
+  c10::StreamGuard guard(on);
+  future.markCompleted(c10::IValue(outputs_));
 }
 
 bool Work::isCompleted() {
@@ -50,16 +73,25 @@ bool Work::isCompleted() {
 bool Work::wait(std::chrono::milliseconds timeout) {
   if (run_now_ && !c10d::Work::isCompleted()) run_now_();
   c10d::Work::wait(timeout);  // host side: raises the work's error
+  wait_on_device(timeout);
+  return true;
+}
+
+void Work::synchronize() {
+  wait_on_device(kNoTimeout);
+}
+
+void Work::wait_on_device(std::chrono::milliseconds timeout) {
   std::shared_ptr<c10::Event> done;
   {
     std::lock_guard<std::mutex> lock(future_mutex_);
     done = done_;
   }
-  if (!done || !device_) return true;
+  if (!done || !device_) return;
   if (!blocking_wait_) {
     // The caller's stream waits for the comm stream; the host goes on at once.
     done->block(c10::impl::VirtualGuardImpl(device_->type()).getStream(*device_));
-    return true;
+    return;
   }
   const auto limit = timeout == kNoTimeout ? device_timeout_ : timeout;
   const auto deadline = std::chrono::steady_clock::now() + limit;
@@ -75,7 +107,6 @@ bool Work::wait(std::chrono::milliseconds timeout) {
     }
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
-  return true;
 }
 
 std::vector<at::Tensor> Work::result() {
@@ -89,25 +120,25 @@ int Work::sourceRank() const {
 }
 
 void Work::complete() {
+  c10::intrusive_ptr<c10::ivalue::Future> future;
   {
     std::lock_guard<std::mutex> lock(future_mutex_);
     finished_ = true;
-    if (future_) {
-      std::optional<c10::StreamGuard> on_comm_stream;
-      if (stream_) on_comm_stream.emplace(*stream_);
-      future_->markCompleted(c10::IValue(outputs_));
-    }
+    future = future_;
   }
+  if (future) complete_future(*future, /*late=*/false);
   finish();
 }
 
 void Work::fail(std::exception_ptr error) {
+  c10::intrusive_ptr<c10::ivalue::Future> future;
   {
     std::lock_guard<std::mutex> lock(future_mutex_);
     finished_ = true;
     error_ = error;
-    if (future_) future_->setError(error);
+    future = future_;
   }
+  if (future) future->setError(error);
   finish(error);
 }
 

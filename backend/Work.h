@@ -35,6 +35,9 @@ class Work : public c10d::Work {
   void set_device_done(c10::Stream stream, std::shared_ptr<c10::Event> done);
   // Host side finished and, for CUDA works, the device too.
   bool isCompleted() override;
+  // CUDA works: the caller's current stream waits for this work (the host only with
+  // DOMINO_BLOCKING_WAIT=1). Nothing for host works.
+  void synchronize() override;
 
   // Called once by the progress lane.
   void complete();
@@ -42,6 +45,9 @@ class Work : public c10d::Work {
   void set_source_rank(int rank) { source_rank_ = rank; }
 
  private:
+  void wait_on_device(std::chrono::milliseconds timeout);
+  void complete_future(c10::ivalue::Future& future, bool late);
+
   std::vector<at::Tensor> outputs_;
   std::atomic<int> source_rank_{-1};
   std::function<bool()> run_now_;

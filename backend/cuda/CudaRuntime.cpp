@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
+#include <map>
 #include <mutex>
 #include <vector>
 
@@ -18,20 +19,52 @@ void check(cudaError_t result, const char* what) {
   TORCH_CHECK(result == cudaSuccess, "domino: ", what, " failed: ", cudaGetErrorString(result));
 }
 
-class CudaRuntime : public DeviceRuntime {
+// Comm streams are never destroyed: the caching allocator may still record events on them for
+// tensors that outlive their group. A group that goes hands its streams back for the next one.
+class StreamShelf {
  public:
-  ~CudaRuntime() override {
-    // Destroying a stream with work still queued is allowed: CUDA releases it once idle.
-    for (cudaStream_t s : streams_) cudaStreamDestroy(s);
+  static StreamShelf& instance() {
+    static auto* shelf = new StreamShelf();  // never destroyed: streams outlive static teardown
+    return *shelf;
   }
-
-  c10::Stream create_stream(c10::DeviceIndex device, int priority) override {
+  cudaStream_t take(c10::DeviceIndex device, int priority) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto& spare = spare_[{device, priority}];
+      if (!spare.empty()) {
+        cudaStream_t stream = spare.back();
+        spare.pop_back();
+        return stream;
+      }
+    }
     c10::cuda::CUDAGuard guard(device);
     cudaStream_t stream = nullptr;
     check(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, priority),
           "creating a comm stream");
+    return stream;
+  }
+  void give_back(c10::DeviceIndex device, int priority, cudaStream_t stream) {
     std::lock_guard<std::mutex> lock(mutex_);
-    streams_.push_back(stream);
+    spare_[{device, priority}].push_back(stream);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::pair<c10::DeviceIndex, int>, std::vector<cudaStream_t>> spare_;
+};
+
+class CudaRuntime : public DeviceRuntime {
+ public:
+  ~CudaRuntime() override {
+    for (const auto& held : streams_) {
+      StreamShelf::instance().give_back(held.device, held.priority, held.stream);
+    }
+  }
+
+  c10::Stream create_stream(c10::DeviceIndex device, int priority) override {
+    cudaStream_t stream = StreamShelf::instance().take(device, priority);
+    std::lock_guard<std::mutex> lock(mutex_);
+    streams_.push_back({device, priority, stream});
     return c10::cuda::getStreamFromExternal(stream, device).unwrap();
   }
 
@@ -63,8 +96,13 @@ class CudaRuntime : public DeviceRuntime {
   }
 
  private:
+  struct Held {
+    c10::DeviceIndex device;
+    int priority;
+    cudaStream_t stream;
+  };
   std::mutex mutex_;
-  std::vector<cudaStream_t> streams_;
+  std::vector<Held> streams_;
 };
 }  // namespace
 

@@ -44,6 +44,9 @@ RoutedComm::RoutedComm(const topology::Router& router, int rank, const Factory& 
   }
   flat_inter_ = make({"inter", true, everyone});
   if (!router.multi_host()) return;
+  // A plan forced flat never uses the levels: do not hold their resources.
+  const auto forced = router.options().forced_plan;
+  if (forced && (*forced == PlanKind::kFlatInter || *forced == PlanKind::kFlatIntra)) return;
   const int host = layout.host_of_rank[static_cast<size_t>(rank)];
   const std::vector<int>& mine = layout.host_ranks[static_cast<size_t>(host)];
   if (mine.size() > 1) local_ = make({"local" + std::to_string(host), false, mine});

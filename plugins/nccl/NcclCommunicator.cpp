@@ -52,6 +52,36 @@ ncclDataType_t nccl_type(domino_dtype_t dtype) {
   }
 }
 
+// One ncclGroupStart/End bracket that always closes, even when a call inside fails (an open
+// group would swallow every later NCCL call of this thread). Keeps the first failure.
+class GroupCall {
+ public:
+  GroupCall() { ncclGroupStart(); }
+  ~GroupCall() {
+    if (open_) ncclGroupEnd();
+  }
+  GroupCall(const GroupCall&) = delete;
+  GroupCall& operator=(const GroupCall&) = delete;
+  void note(ncclResult_t result) {
+    if (first_ == ncclSuccess && result != ncclSuccess && result != ncclInProgress) first_ = result;
+  }
+  void copy(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
+    if (bytes > 0 &&
+        cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream) != cudaSuccess) {
+      first_ = ncclUnhandledCudaError;
+    }
+  }
+  ncclResult_t end() {
+    open_ = false;
+    const ncclResult_t ended = ncclGroupEnd();
+    return first_ != ncclSuccess ? first_ : ended;
+  }
+
+ private:
+  bool open_ = true;
+  ncclResult_t first_ = ncclSuccess;
+};
+
 // NCCL's reduction for op on dtype, or a sentence saying why there is none.
 bool nccl_op(domino_redop_t op, domino_dtype_t dtype, ncclRedOp_t* out, std::string* why) {
   if (dtype == DOMINO_BOOL) {
@@ -131,6 +161,15 @@ void NcclCommunicator::adopt(const domino_comm_config_t& config) {
 }
 
 NcclCommunicator::NcclCommunicator(const domino_comm_config_t& config) {
+  try {
+    start(config);
+  } catch (...) {
+    release();  // no destructor runs for a constructor that throws
+    throw;
+  }
+}
+
+void NcclCommunicator::start(const domino_comm_config_t& config) {
   adopt(config);
   if (config.bootstrap == nullptr) {
     throw TransportError(DOMINO_ERR_INVALID, where("set-up") + ": no bootstrap to rendezvous");
@@ -161,19 +200,24 @@ NcclCommunicator* NcclCommunicator::split(NcclCommunicator& parent, int color, i
   ncclConfig_t nccl_config = NCCL_CONFIG_INITIALIZER;
   nccl_config.blocking = 0;
   ncclComm_t made = nullptr;
-  const ncclResult_t result =
-      ncclCommSplit(parent.comm_, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &made, &nccl_config);
-  if (color < 0 || made == nullptr) {
-    parent.settle(result, "split");
+  // Non-blocking: NCCL writes the new handle only once the split, which runs on the parent,
+  // is done; so wait on the parent first, then look.
+  parent.settle(
+      ncclCommSplit(parent.comm_, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &made, &nccl_config),
+      "split");
+  if (made == nullptr) {
+    if (color >= 0) parent.fail(DOMINO_ERR_SYSTEM, "split", "NCCL returned no communicator");
     return nullptr;
   }
   auto* comm = new NcclCommunicator();
-  comm->comm_ = made;  // owned from here on: the destructor aborts it on any failure below
+  comm->comm_ = made;  // owned from here on: released on any failure below
   try {
     domino_comm_config_t own = config;
     own.device = parent.device_;
     comm->adopt(own);
-    comm->settle(result, "split");
+    ncclResult_t state = ncclInProgress;
+    ncclCommGetAsyncError(made, &state);
+    comm->settle(state, "split");
   } catch (...) {
     delete comm;
     throw;
@@ -182,11 +226,35 @@ NcclCommunicator* NcclCommunicator::split(NcclCommunicator& parent, int color, i
 }
 
 NcclCommunicator::~NcclCommunicator() {
+  release();
+}
+
+void NcclCommunicator::release() {
   DeviceScope scope(device_);
-  // Abort, not destroy: destroy waits for work that a dead peer may never finish.
-  if (comm_ != nullptr) ncclCommAbort(comm_);
+  if (comm_ != nullptr) {
+    // A healthy communicator finishes its queued work first (bounded by the timeout: a peer
+    // that died would hold it forever); anything else is aborted, which ends its kernels.
+    bool finalized = false;
+    if (!aborted_) {
+      ncclResult_t state = ncclCommFinalize(comm_);
+      const Clock::time_point deadline = Clock::now() + timeout_;
+      while (state == ncclInProgress && Clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+        if (ncclCommGetAsyncError(comm_, &state) != ncclSuccess) break;
+      }
+      finalized = state == ncclSuccess;
+    }
+    if (finalized) {
+      ncclCommDestroy(comm_);
+    } else {
+      ncclCommAbort(comm_);
+    }
+    comm_ = nullptr;
+  }
   if (barrier_word_ != nullptr) cudaFree(barrier_word_);
+  barrier_word_ = nullptr;
   if (own_stream_) cudaStreamDestroy(stream_);
+  own_stream_ = false;
 }
 
 std::string NcclCommunicator::where(const char* op) const {
@@ -330,22 +398,22 @@ void NcclCommunicator::gather(const domino_buffer_t& send, const domino_buffer_t
   check_buffer("gather", send);
   const ncclDataType_t type = nccl_type(send.dtype);
   const size_t bytes = send.count * dtype_size(send.dtype);
+  if (rank_ == root) check_buffer("gather", recv);
   DeviceScope scope(device_);
-  ncclGroupStart();
+  GroupCall group;
   if (rank_ == root) {
-    check_buffer("gather", recv);
     for (int peer = 0; peer < size_; ++peer) {
       char* slot = static_cast<char*>(recv.ptr) + static_cast<size_t>(peer) * bytes;
       if (peer == rank_) {
-        cudaMemcpyAsync(slot, send.ptr, bytes, cudaMemcpyDeviceToDevice, stream_);
+        group.copy(slot, send.ptr, bytes, stream_);
       } else {
-        ncclRecv(slot, send.count, type, peer, comm_, stream_);
+        group.note(ncclRecv(slot, send.count, type, peer, comm_, stream_));
       }
     }
   } else {
-    ncclSend(send.ptr, send.count, type, root, comm_, stream_);
+    group.note(ncclSend(send.ptr, send.count, type, root, comm_, stream_));
   }
-  settle(ncclGroupEnd(), "gather");
+  settle(group.end(), "gather");
 }
 
 void NcclCommunicator::scatter(const domino_buffer_t& send, const domino_buffer_t& recv, int root) {
@@ -353,22 +421,22 @@ void NcclCommunicator::scatter(const domino_buffer_t& send, const domino_buffer_
   check_buffer("scatter", recv);
   const ncclDataType_t type = nccl_type(recv.dtype);
   const size_t bytes = recv.count * dtype_size(recv.dtype);
+  if (rank_ == root) check_buffer("scatter", send);
   DeviceScope scope(device_);
-  ncclGroupStart();
+  GroupCall group;
   if (rank_ == root) {
-    check_buffer("scatter", send);
     for (int peer = 0; peer < size_; ++peer) {
       const char* slot = static_cast<const char*>(send.ptr) + static_cast<size_t>(peer) * bytes;
       if (peer == rank_) {
-        cudaMemcpyAsync(recv.ptr, slot, bytes, cudaMemcpyDeviceToDevice, stream_);
+        group.copy(recv.ptr, slot, bytes, stream_);
       } else {
-        ncclSend(slot, recv.count, type, peer, comm_, stream_);
+        group.note(ncclSend(slot, recv.count, type, peer, comm_, stream_));
       }
     }
   } else {
-    ncclRecv(recv.ptr, recv.count, type, root, comm_, stream_);
+    group.note(ncclRecv(recv.ptr, recv.count, type, root, comm_, stream_));
   }
-  settle(ncclGroupEnd(), "scatter");
+  settle(group.end(), "scatter");
 }
 
 void NcclCommunicator::alltoall(const domino_buffer_t& send, const uint64_t* send_counts,
@@ -385,21 +453,19 @@ void NcclCommunicator::alltoall(const domino_buffer_t& send, const uint64_t* sen
              std::to_string(recv_counts[me]));
   }
   DeviceScope scope(device_);
-  ncclGroupStart();
+  GroupCall group;
   for (int peer = 0; peer < size_; ++peer) {
     const size_t p = static_cast<size_t>(peer);
     const char* out = static_cast<const char*>(send.ptr) + send_offsets[p] * element;
     char* in = static_cast<char*>(recv.ptr) + recv_offsets[p] * element;
     if (peer == rank_) {
-      if (send_counts[p] > 0) {
-        cudaMemcpyAsync(in, out, send_counts[p] * element, cudaMemcpyDeviceToDevice, stream_);
-      }
+      group.copy(in, out, send_counts[p] * element, stream_);
       continue;
     }
-    if (send_counts[p] > 0) ncclSend(out, send_counts[p], type, peer, comm_, stream_);
-    if (recv_counts[p] > 0) ncclRecv(in, recv_counts[p], type, peer, comm_, stream_);
+    if (send_counts[p] > 0) group.note(ncclSend(out, send_counts[p], type, peer, comm_, stream_));
+    if (recv_counts[p] > 0) group.note(ncclRecv(in, recv_counts[p], type, peer, comm_, stream_));
   }
-  settle(ncclGroupEnd(), "alltoall");
+  settle(group.end(), "alltoall");
 }
 
 void NcclCommunicator::barrier() {

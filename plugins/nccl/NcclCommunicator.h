@@ -47,7 +47,11 @@ class NcclCommunicator {
 
  private:
   NcclCommunicator() = default;
+  void start(const domino_comm_config_t& config);
   void adopt(const domino_comm_config_t& config);
+  // Finalizes and destroys a healthy communicator (aborts one that failed or will not finish),
+  // then frees what adopt() made.
+  void release();
   // Waits until NCCL has finished enqueuing (non-blocking communicators may say "in progress");
   // aborts the communicator and throws when result is an error or the deadline passes.
   void settle(ncclResult_t result, const char* op);

@@ -61,7 +61,11 @@ TEST(NcclPlugin, OneRankAllReduceSplitAndBarrierOnTheDevice) {
   PluginRegistry registry({});
   const domino_plugin_v1_t* nccl = registry.find("nccl");
   testing::FileBootstrap bootstrap(testing::make_temp_directory());
-  const domino_comm_config_t config = one_rank(bootstrap, 0);
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  domino_comm_config_t config = one_rank(bootstrap, 0);
+  config.stream = stream;  // both communicators enqueue here, in order
   Communicator comm(nccl, config);
   const std::vector<float> host = {1.5f, -2.0f, 4.0f};
   float* data = nullptr;
@@ -73,13 +77,16 @@ TEST(NcclPlugin, OneRankAllReduceSplitAndBarrierOnTheDevice) {
   ASSERT_NE(half, nullptr);
   half->allreduce(buffer, buffer, DOMINO_SUM);
   half->barrier();  // host-blocking: everything before it on the stream is done
+  ASSERT_EQ(cudaStreamQuery(stream), cudaSuccess);
   std::vector<float> out(host.size());
   cudaMemcpy(out.data(), data, sizeof(float) * out.size(), cudaMemcpyDeviceToHost);
   EXPECT_EQ(out, host);
   // NCCL has no bitwise reductions: a clear refusal, not a wrong answer.
   domino_buffer_t ints{data, 1, DOMINO_INT32, 0};
   EXPECT_THROW(comm.allreduce(ints, ints, DOMINO_BXOR), TransportError);
+  half.reset();
   cudaFree(data);
+  cudaStreamDestroy(stream);
 }
 
 }  // namespace

@@ -18,8 +18,9 @@ def test_comm_streams_have_the_priority_of_their_lane():
     assert state["path"] == "nccl"
     by_lane = {s["lane"]: s for s in state["comm_streams"]}
     assert set(by_lane) == {"high", "normal", "low"}
+    # CUDA's own range (torch's Stream.priority_range() clamps it to the levels torch pools).
     greatest, least = by_lane["high"]["greatest_priority"], by_lane["high"]["least_priority"]
-    assert (least, greatest) == (facts["torch_least"], facts["torch_greatest"])
+    assert greatest <= facts["torch_greatest"] and least == facts["torch_least"]
     assert greatest < least, "this GPU offers a single stream priority: nothing to check"
     assert by_lane["high"]["priority"] == greatest
     assert by_lane["normal"]["priority"] == least
