@@ -461,7 +461,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
         body(*work, comm);
         auto done = std::make_shared<c10::Event>(device.type());
         done->record(stream);
-        work->set_device_done(stream, std::move(done));
+        work->set_device_done(std::move(done));
         work->complete();
       } catch (const std::exception& e) {
         work->fail(as_backend_error(std::string("domino: ") + e.what()));
@@ -533,11 +533,14 @@ constexpr const char* kGpuIdentityPrefix = "domino/cuda/identity/";
 
 void ProcessGroupDomino::publish_gpu_identity(c10::Device device) {
   if (gpu_identity_published_.load()) return;
-  std::lock_guard<std::mutex> lock(device_mutex_);
-  if (gpu_identity_published_.load()) return;
-  const std::string host =
-      layout_.hosts[static_cast<size_t>(layout_.host_of_rank[static_cast<size_t>(rank_)])];
-  const std::string mine = host + " GPU " + device_runtime().identity(device.index());
+  std::string mine =
+      layout_.hosts[static_cast<size_t>(layout_.host_of_rank[static_cast<size_t>(rank_)])] +
+      " GPU ";
+  {
+    std::lock_guard<std::mutex> lock(device_mutex_);
+    mine += device_runtime().identity(device.index());
+  }
+  // Idempotent: two lanes racing here write the same value.
   store_->set(kGpuIdentityPrefix + std::to_string(rank_),
               std::vector<uint8_t>(mine.begin(), mine.end()));
   gpu_identity_published_ = true;
@@ -632,6 +635,14 @@ RoutedComm& ProcessGroupDomino::device_communicator(int lane, c10::Device device
   DeviceComm* slot;
   {
     std::lock_guard<std::mutex> lock(device_mutex_);
+    for (const auto& [key, made] : device_comms_) {
+      // The rendezvous of a lane's communicators is per lane: one device per lane and rank.
+      TORCH_CHECK(key.first != lane || key.second == device.index(), "domino: ", label(),
+                  ": CUDA collectives on the ", priority_name(static_cast<Priority>(lane)),
+                  " lane used cuda:", key.second, " and now ", device,
+                  "; a rank uses one GPU per group (call torch.cuda.set_device and keep its "
+                  "tensors there)");
+    }
     slot = &device_comms_[{lane, device.index()}];  // map nodes stay put; one lane per slot
   }
   if (slot->comm) return *slot->comm;

@@ -1,7 +1,6 @@
 #include "Work.h"
 
 #include <ATen/core/ivalue.h>
-#include <c10/core/StreamGuard.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 
 #include <thread>
@@ -17,9 +16,8 @@ void Work::set_device(c10::Device device, bool blocking_wait, std::chrono::milli
   device_timeout_ = timeout;
 }
 
-void Work::set_device_done(c10::Stream stream, std::shared_ptr<c10::Event> done) {
+void Work::set_device_done(std::shared_ptr<c10::Event> done) {
   std::lock_guard<std::mutex> lock(future_mutex_);
-  stream_ = stream;
   done_ = std::move(done);
 }
 
@@ -30,38 +28,24 @@ c10::intrusive_ptr<c10::ivalue::Future> Work::getFuture() {
   {
     std::lock_guard<std::mutex> lock(future_mutex_);
     if (future_) return future_;
-    auto type = c10::ListType::create(c10::TensorType::get());
-    // A CUDA-aware future: whoever uses its value (then-callbacks, wait) has their stream wait on
-    // events recorded where the work ended, so no host blocks on the device.
-    future_ = device_ ? c10::make_intrusive<c10::ivalue::Future>(type, std::vector{*device_})
-                      : c10::make_intrusive<c10::ivalue::Future>(type);
+    future_ = make_future();
     future = future_;
     finished = finished_;
     error = error_;
   }
   // Completed outside the lock: completion runs then-callbacks, which may need the GIL held by
-  // a thread waiting for this lock.
+  // a thread waiting for this lock. (A finished CUDA work always has its future already.)
   if (finished && error) future->setError(error);
-  if (finished && !error) complete_future(*future, /*late=*/true);
+  if (finished && !error) future->markCompleted(c10::IValue(outputs_));
   return future;
 }
 
-void Work::complete_future(c10::ivalue::Future& future, bool late) {
-  if (!stream_ || !done_) {
-    future.markCompleted(c10::IValue(outputs_));
-    return;
-  }
-  // The future records its events on the current stream. At completion that is the comm stream
-  // itself; later, a side stream that waits for exactly this work's end, not for whatever the
-  // comm stream has queued since.
-  c10::Stream on = *stream_;
-  if (late) {
-    on = c10::impl::VirtualGuardImpl(stream_->device_type())
-             .getStreamFromGlobalPool(stream_->device(), /*isHighPriority=*/false);
-    done_->block(on);
-  }
-  c10::StreamGuard guard(on);
-  future.markCompleted(c10::IValue(outputs_));
+c10::intrusive_ptr<c10::ivalue::Future> Work::make_future() const {
+  auto type = c10::ListType::create(c10::TensorType::get());
+  // A CUDA-aware future: whoever uses its value (then-callbacks, wait) has their stream wait on
+  // events recorded on the comm stream at completion, so no host blocks on the device.
+  return device_ ? c10::make_intrusive<c10::ivalue::Future>(type, std::vector{*device_})
+                 : c10::make_intrusive<c10::ivalue::Future>(type);
 }
 
 bool Work::isCompleted() {
@@ -72,13 +56,27 @@ bool Work::isCompleted() {
 
 bool Work::wait(std::chrono::milliseconds timeout) {
   if (run_now_ && !c10d::Work::isCompleted()) run_now_();
-  c10d::Work::wait(timeout);  // host side: raises the work's error
+  {
+    // The host side, as c10d::Work::wait does it, but without its synchronize() under the lock:
+    // the device part below honours this call's timeout and holds no lock.
+    std::unique_lock<std::mutex> lock(mutex_);
+    auto finished = [this] { return completed_; };
+    if (timeout == kNoTimeout) {
+      cv_.wait(lock, finished);
+    } else if (!cv_.wait_for(lock, timeout, finished)) {
+      C10_THROW_ERROR(DistBackendError, "domino: " + std::string(c10d::opTypeToString(opType_)) +
+                                            " did not finish within wait()'s timeout of " +
+                                            std::to_string(timeout.count()) + " ms");
+    }
+    if (exception_) std::rethrow_exception(exception_);
+  }
   wait_on_device(timeout);
   return true;
 }
 
 void Work::synchronize() {
-  wait_on_device(kNoTimeout);
+  // Ordering the caller's stream needs the work to have been enqueued first.
+  wait(kNoTimeout);
 }
 
 void Work::wait_on_device(std::chrono::milliseconds timeout) {
@@ -124,9 +122,12 @@ void Work::complete() {
   {
     std::lock_guard<std::mutex> lock(future_mutex_);
     finished_ = true;
+    // A CUDA work's future is made now, on the comm stream (the lane's current stream), so its
+    // events mark exactly this work's end even if asked for much later.
+    if (!future_ && device_) future_ = make_future();
     future = future_;
   }
-  if (future) complete_future(*future, /*late=*/false);
+  if (future) future->markCompleted(c10::IValue(outputs_));
   finish();
 }
 

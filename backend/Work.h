@@ -31,12 +31,13 @@ class Work : public c10d::Work {
   // CUDA works, at issue: the device the outputs live on. Its future is then CUDA-aware, and
   // blocking_wait makes wait() block the host until the device is done (within timeout).
   void set_device(c10::Device device, bool blocking_wait, std::chrono::milliseconds timeout);
-  // By the lane once the work is enqueued on stream, before complete(): done marks its end.
-  void set_device_done(c10::Stream stream, std::shared_ptr<c10::Event> done);
+  // By the lane once the work is enqueued on its comm stream, before complete() (which the lane
+  // calls with that stream current): done marks the work's end there.
+  void set_device_done(std::shared_ptr<c10::Event> done);
   // Host side finished and, for CUDA works, the device too.
   bool isCompleted() override;
-  // CUDA works: the caller's current stream waits for this work (the host only with
-  // DOMINO_BLOCKING_WAIT=1). Nothing for host works.
+  // Waits like wait(): for CUDA works the caller's current stream waits for this work (the host
+  // only with DOMINO_BLOCKING_WAIT=1).
   void synchronize() override;
 
   // Called once by the progress lane.
@@ -46,7 +47,7 @@ class Work : public c10d::Work {
 
  private:
   void wait_on_device(std::chrono::milliseconds timeout);
-  void complete_future(c10::ivalue::Future& future, bool late);
+  c10::intrusive_ptr<c10::ivalue::Future> make_future() const;
 
   std::vector<at::Tensor> outputs_;
   std::atomic<int> source_rank_{-1};
@@ -59,7 +60,6 @@ class Work : public c10d::Work {
   std::optional<c10::Device> device_;
   bool blocking_wait_ = false;
   std::chrono::milliseconds device_timeout_{0};
-  std::optional<c10::Stream> stream_;
   std::shared_ptr<c10::Event> done_;
 };
 

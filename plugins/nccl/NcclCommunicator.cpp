@@ -230,6 +230,8 @@ NcclCommunicator::~NcclCommunicator() {
 }
 
 void NcclCommunicator::release() {
+  // Nothing made (adopt refused the device, say): touch no device at all.
+  if (comm_ == nullptr && barrier_word_ == nullptr && !own_stream_) return;
   DeviceScope scope(device_);
   if (comm_ != nullptr) {
     // A healthy communicator finishes its queued work first (bounded by the timeout: a peer
@@ -237,7 +239,10 @@ void NcclCommunicator::release() {
     bool finalized = false;
     if (!aborted_) {
       ncclResult_t state = ncclCommFinalize(comm_);
-      const Clock::time_point deadline = Clock::now() + timeout_;
+      // Short: finishing queued work takes milliseconds unless a peer is gone, and a group's
+      // shutdown releases many communicators one after another.
+      const Clock::time_point deadline =
+          Clock::now() + std::min<std::chrono::milliseconds>(timeout_, std::chrono::seconds(5));
       while (state == ncclInProgress && Clock::now() < deadline) {
         std::this_thread::sleep_for(std::chrono::microseconds(200));
         if (ncclCommGetAsyncError(comm_, &state) != ncclSuccess) break;

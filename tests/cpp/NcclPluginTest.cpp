@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <vector>
 
 #include "plugins/common/TransportError.h"
@@ -66,14 +67,14 @@ TEST(NcclPlugin, OneRankAllReduceSplitAndBarrierOnTheDevice) {
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
   domino_comm_config_t config = one_rank(bootstrap, 0);
   config.stream = stream;  // both communicators enqueue here, in order
-  Communicator comm(nccl, config);
+  auto comm = std::make_unique<Communicator>(nccl, config);
   const std::vector<float> host = {1.5f, -2.0f, 4.0f};
   float* data = nullptr;
   ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&data), sizeof(float) * host.size()), cudaSuccess);
   cudaMemcpy(data, host.data(), sizeof(float) * host.size(), cudaMemcpyHostToDevice);
   domino_buffer_t buffer{data, host.size(), DOMINO_FLOAT32, 0};
-  comm.allreduce(buffer, buffer, DOMINO_AVG);
-  std::unique_ptr<Communicator> half = comm.split(0, 0, config);
+  comm->allreduce(buffer, buffer, DOMINO_AVG);
+  std::unique_ptr<Communicator> half = comm->split(0, 0, config);
   ASSERT_NE(half, nullptr);
   half->allreduce(buffer, buffer, DOMINO_SUM);
   half->barrier();  // host-blocking: everything before it on the stream is done
@@ -83,8 +84,9 @@ TEST(NcclPlugin, OneRankAllReduceSplitAndBarrierOnTheDevice) {
   EXPECT_EQ(out, host);
   // NCCL has no bitwise reductions: a clear refusal, not a wrong answer.
   domino_buffer_t ints{data, 1, DOMINO_INT32, 0};
-  EXPECT_THROW(comm.allreduce(ints, ints, DOMINO_BXOR), TransportError);
+  EXPECT_THROW(comm->allreduce(ints, ints, DOMINO_BXOR), TransportError);
   half.reset();
+  comm.reset();  // finalized while its stream still exists
   cudaFree(data);
   cudaStreamDestroy(stream);
 }
