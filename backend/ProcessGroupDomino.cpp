@@ -13,6 +13,7 @@
 
 #include "DeviceMemory.h"
 #include "DeviceRuntime.h"
+#include "DeviceWatchdog.h"
 #include "HandleScope.h"
 #include "PriorityGuard.h"
 #include "StoreBootstrap.h"
@@ -59,6 +60,15 @@ std::exception_ptr as_backend_error(const std::string& message) {
   } catch (...) {
     return std::current_exception();
   }
+}
+
+// What a failed job reports: torch's checks already say "domino: ..." (and carry a C++
+// backtrace the user does not need); transport errors get the prefix.
+std::exception_ptr job_error(const std::exception& e) {
+  if (const auto* checked = dynamic_cast<const c10::Error*>(&e)) {
+    return as_backend_error(checked->what_without_backtrace());
+  }
+  return as_backend_error(std::string("domino: ") + e.what());
 }
 
 domino_redop_t to_redop(const c10d::ReduceOp& op, const std::string& where) {
@@ -159,9 +169,14 @@ void ProcessGroupDomino::shutdown() {
   for (auto& lane : lanes_) lane.reset();
   send_lane_.reset();
   recv_lane_.reset();
+  watchdog_.reset();  // before the communicators it may abort
   for (auto& lane : comms_) {
     lane.comm.reset();
     lane.bootstraps.clear();
+  }
+  {
+    std::lock_guard<std::mutex> lock(device_mutex_);
+    device_communicators_.clear();
   }
   device_comms_.clear();
   std::lock_guard<std::mutex> lock(peer_mutex_);
@@ -428,7 +443,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
         body(*work, communicator(lane_index));
         work->complete();
       } catch (const std::exception& e) {
-        work->fail(as_backend_error(std::string("domino: ") + e.what()));
+        work->fail(job_error(e));
       }
       if (pending != nullptr) pending->fetch_sub(1);
     };
@@ -445,6 +460,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
     job = [this, work, body = std::move(body), lane_index, pending, device = *device, ready,
            stream_lane, host_only, route, peer] {
       try {
+        {
+          std::lock_guard<std::mutex> lock(device_mutex_);
+          TORCH_CHECK(device_failure_.empty(), device_failure_);
+        }
         const c10::Stream stream = comm_stream(stream_lane, device);
         ready->block(stream);
         publish_gpu_identity(device);  // whatever this op is, peers deciding may wait for it
@@ -461,10 +480,19 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
         body(*work, comm);
         auto done = std::make_shared<c10::Event>(device.type());
         done->record(stream);
+        if (!staged) {
+          std::lock_guard<std::mutex> lock(device_mutex_);
+          if (!watchdog_) {
+            watchdog_ = std::make_unique<DeviceWatchdog>(
+                options_->timeout,
+                [this](const std::string& what) { abort_device_communicators(what); });
+          }
+          watchdog_->watch(done, std::string(c10d::opTypeToString(work->retrieveOpType())));
+        }
         work->set_device_done(std::move(done));
         work->complete();
       } catch (const std::exception& e) {
-        work->fail(as_backend_error(std::string("domino: ") + e.what()));
+        work->fail(job_error(e));
       }
       if (pending != nullptr) pending->fetch_sub(1);
     };
@@ -478,6 +506,27 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
   work->set_run_now([lane, ticket] { return lane->run_now(ticket); });
   HandleScope::record(work);
   return work;
+}
+
+void ProcessGroupDomino::track(Communicator* comm) {
+  std::lock_guard<std::mutex> lock(device_mutex_);
+  if (comm != nullptr) device_communicators_.push_back(comm);
+}
+
+void ProcessGroupDomino::abort_device_communicators(const std::string& what) {
+  std::vector<Communicator*> comms;
+  {
+    std::lock_guard<std::mutex> lock(device_mutex_);
+    device_failure_ = "domino: " + label() + ": a CUDA " + what +
+                      " was enqueued but did not finish within the group timeout of " +
+                      std::to_string(options_->timeout.count()) +
+                      " ms (a peer died, hangs, or issued other collectives); its NCCL "
+                      "communicators were aborted, so CUDA collectives on this group now fail. "
+                      "Destroy the group and create a new one.";
+    comms = device_communicators_;
+  }
+  log_line(LogLevel::kError, rank_, device_failure_);
+  for (Communicator* comm : comms) comm->abort();
 }
 
 DeviceRuntime& ProcessGroupDomino::device_runtime() {
@@ -678,10 +727,13 @@ RoutedComm& ProcessGroupDomino::device_communicator(int lane, c10::Device device
         device_plugin_->comm_split != nullptr) {
       const int color = local ? layout_.host_of_rank[static_cast<size_t>(rank_)]
                               : layout_.local_rank[static_cast<size_t>(rank_)];
-      return root->split(color, rank_, config);
+      auto part_comm = root->split(color, rank_, config);
+      track(part_comm.get());
+      return part_comm;
     }
     auto made = std::make_unique<Communicator>(device_plugin_, config);
     if (root == nullptr) root = made.get();
+    track(made.get());
     return made;
   };
   slot->comm =
@@ -720,6 +772,7 @@ Communicator& ProcessGroupDomino::peer_communicator(int peer, bool sending, c10:
   }
   slot->comm = std::make_unique<Communicator>(device_plugin_, config);
   slot->device = device.index();
+  track(slot->comm.get());
   return *slot->comm;
 }
 

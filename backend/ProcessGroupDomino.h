@@ -30,6 +30,7 @@ namespace domino {
 
 class Communicator;
 class DeviceRuntime;
+class DeviceWatchdog;
 class PluginRegistry;
 class RoutedComm;
 class ProgressLane;
@@ -184,6 +185,10 @@ class ProcessGroupDomino : public c10d::Backend {
   DevicePath decide_device_path(c10::Device device);
   DeviceRuntime& device_runtime();                // device_mutex_ held
   void publish_gpu_identity(c10::Device device);  // once per group
+  // Registers a new NCCL communicator with the watchdog's list.
+  void track(Communicator* comm);
+  // The watchdog saw `what` miss its deadline: aborts every NCCL communicator of the group.
+  void abort_device_communicators(const std::string& what);
   // Sends and receives decide per pair: staged when the two ranks share a GPU.
   bool pair_staged(int peer, c10::Device device);
   c10::Stream comm_stream(int lane, c10::Device device);
@@ -237,6 +242,11 @@ class ProcessGroupDomino : public c10d::Backend {
   };
   std::mutex peer_mutex_;  // guards the map; each direction has its own lock
   std::map<std::pair<int, bool>, PeerComm> peer_comms_;  // (peer, sending)
+  // Every NCCL communicator of the group, for the watchdog to abort (device_mutex_).
+  std::vector<Communicator*> device_communicators_;
+  std::string device_failure_;  // set once the watchdog aborted them (device_mutex_)
+  // Declared after the communicators it aborts, so it stops before they go.
+  std::unique_ptr<DeviceWatchdog> watchdog_;
   // Declared last, so they stop before the communicators go. Sends and receives have lanes of
   // their own so that a send waiting for its receiver never blocks a receive.
   std::array<std::unique_ptr<ProgressLane>, kLanes> lanes_;

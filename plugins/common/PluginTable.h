@@ -86,6 +86,7 @@ struct PluginTable {
             alltoall,
             send,
             recv,
+            nullptr,
             nullptr};
   }
 };

@@ -262,6 +262,15 @@ void NcclCommunicator::release() {
   own_stream_ = false;
 }
 
+void NcclCommunicator::abort() {
+  const std::lock_guard<std::mutex> in_call(call_mutex_);
+  if (comm_ == nullptr) return;
+  DeviceScope scope(device_);
+  ncclCommAbort(comm_);  // in-flight kernels of this communicator end
+  comm_ = nullptr;
+  aborted_ = true;
+}
+
 std::string NcclCommunicator::where(const char* op) const {
   std::string ranks;
   for (size_t i = 0; i < global_ranks_.size() && i < 16; ++i) {
@@ -331,6 +340,7 @@ void NcclCommunicator::check_root(const char* op, int root) const {
 
 void NcclCommunicator::allreduce(const domino_buffer_t& send, const domino_buffer_t& recv,
                                  domino_redop_t op) {
+  const std::lock_guard<std::mutex> in_call(call_mutex_);
   check_buffer("allreduce", send);
   check_buffer("allreduce", recv);
   ncclRedOp_t reduction;
@@ -344,6 +354,7 @@ void NcclCommunicator::allreduce(const domino_buffer_t& send, const domino_buffe
 
 void NcclCommunicator::reduce(const domino_buffer_t& send, const domino_buffer_t& recv,
                               domino_redop_t op, int root) {
+  const std::lock_guard<std::mutex> in_call(call_mutex_);
   check_root("reduce", root);
   check_buffer("reduce", send);
   ncclRedOp_t reduction;
@@ -357,6 +368,7 @@ void NcclCommunicator::reduce(const domino_buffer_t& send, const domino_buffer_t
 }
 
 void NcclCommunicator::broadcast(const domino_buffer_t& buffer, int root) {
+  const std::lock_guard<std::mutex> in_call(call_mutex_);
   check_root("broadcast", root);
   check_buffer("broadcast", buffer);
   DeviceScope scope(device_);
@@ -366,6 +378,7 @@ void NcclCommunicator::broadcast(const domino_buffer_t& buffer, int root) {
 }
 
 void NcclCommunicator::allgather(const domino_buffer_t& send, const domino_buffer_t& recv) {
+  const std::lock_guard<std::mutex> in_call(call_mutex_);
   check_buffer("allgather", send);
   check_buffer("allgather", recv);
   if (recv.count != send.count * static_cast<size_t>(size_)) {
@@ -380,6 +393,7 @@ void NcclCommunicator::allgather(const domino_buffer_t& send, const domino_buffe
 
 void NcclCommunicator::reduce_scatter(const domino_buffer_t& send, const domino_buffer_t& recv,
                                       domino_redop_t op) {
+  const std::lock_guard<std::mutex> in_call(call_mutex_);
   check_buffer("reduce_scatter", send);
   check_buffer("reduce_scatter", recv);
   if (send.count != recv.count * static_cast<size_t>(size_)) {
@@ -399,6 +413,7 @@ void NcclCommunicator::reduce_scatter(const domino_buffer_t& send, const domino_
 }
 
 void NcclCommunicator::gather(const domino_buffer_t& send, const domino_buffer_t& recv, int root) {
+  const std::lock_guard<std::mutex> in_call(call_mutex_);
   check_root("gather", root);
   check_buffer("gather", send);
   const ncclDataType_t type = nccl_type(send.dtype);
@@ -422,6 +437,7 @@ void NcclCommunicator::gather(const domino_buffer_t& send, const domino_buffer_t
 }
 
 void NcclCommunicator::scatter(const domino_buffer_t& send, const domino_buffer_t& recv, int root) {
+  const std::lock_guard<std::mutex> in_call(call_mutex_);
   check_root("scatter", root);
   check_buffer("scatter", recv);
   const ncclDataType_t type = nccl_type(recv.dtype);
@@ -447,6 +463,7 @@ void NcclCommunicator::scatter(const domino_buffer_t& send, const domino_buffer_
 void NcclCommunicator::alltoall(const domino_buffer_t& send, const uint64_t* send_counts,
                                 const uint64_t* send_offsets, const domino_buffer_t& recv,
                                 const uint64_t* recv_counts, const uint64_t* recv_offsets) {
+  const std::lock_guard<std::mutex> in_call(call_mutex_);
   check_buffer("alltoall", send);
   check_buffer("alltoall", recv);
   const ncclDataType_t type = nccl_type(send.dtype);
@@ -474,6 +491,7 @@ void NcclCommunicator::alltoall(const domino_buffer_t& send, const uint64_t* sen
 }
 
 void NcclCommunicator::barrier() {
+  const std::lock_guard<std::mutex> in_call(call_mutex_);
   DeviceScope scope(device_);
   settle(ncclAllReduce(barrier_word_, barrier_word_, 1, ncclInt32, ncclSum, comm_, stream_),
          "barrier");
@@ -499,6 +517,7 @@ void NcclCommunicator::barrier() {
 }
 
 void NcclCommunicator::send(const domino_buffer_t& buffer, int peer, int32_t) {
+  const std::lock_guard<std::mutex> in_call(call_mutex_);
   check_root("send", peer);
   check_buffer("send", buffer);
   DeviceScope scope(device_);
@@ -506,6 +525,7 @@ void NcclCommunicator::send(const domino_buffer_t& buffer, int peer, int32_t) {
 }
 
 int NcclCommunicator::recv(const domino_buffer_t& buffer, int peer, int32_t) {
+  const std::lock_guard<std::mutex> in_call(call_mutex_);
   if (peer < 0) {
     fail(DOMINO_ERR_UNSUPPORTED, "recv",
          "NCCL cannot receive from any source; name the source rank, or receive into a CPU "

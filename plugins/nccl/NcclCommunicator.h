@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,9 @@ class NcclCommunicator {
   // NCCL has no tags: messages between two ranks match in order.
   void send(const domino_buffer_t& buffer, int peer, int32_t tag);
   int recv(const domino_buffer_t& buffer, int peer, int32_t tag);
+  // From any thread: ends the communicator's in-flight kernels; every later op fails at once.
+  // Waits for an op another thread is inside (each is bounded by the timeout).
+  void abort();
 
  private:
   NcclCommunicator() = default;
@@ -71,6 +75,7 @@ class NcclCommunicator {
   std::string group_name_;
   std::chrono::milliseconds timeout_{0};
   int32_t* barrier_word_ = nullptr;  // device memory the barrier all-reduces
+  std::mutex call_mutex_;            // abort() may come from another thread
 };
 
 }  // namespace domino::nccl

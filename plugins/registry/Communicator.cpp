@@ -37,6 +37,12 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key,
   return std::unique_ptr<Communicator>(new Communicator(plugin_, made));
 }
 
+bool Communicator::abort() {
+  if (plugin_->comm_abort == nullptr || comm_ == nullptr) return false;
+  plugin_->comm_abort(comm_);
+  return true;
+}
+
 Communicator::~Communicator() {
   if (comm_ != nullptr) plugin_->comm_destroy(comm_);
 }

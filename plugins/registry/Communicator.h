@@ -23,6 +23,9 @@ class Communicator {
   // A communicator made from this one by the plugin's comm_split, collectively over all of this
   // communicator's ranks; nullptr for a rank with color < 0. The plugin must have comm_split.
   std::unique_ptr<Communicator> split(int color, int key, const domino_comm_config_t& config);
+  // From any thread: ends what is in flight (the plugin's comm_abort); false when the transport
+  // cannot.
+  bool abort();
 
   void allreduce(const domino_buffer_t& send, domino_buffer_t& recv, domino_redop_t op);
   void barrier();

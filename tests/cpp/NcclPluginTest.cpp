@@ -86,7 +86,16 @@ TEST(NcclPlugin, OneRankAllReduceSplitAndBarrierOnTheDevice) {
   domino_buffer_t ints{data, 1, DOMINO_INT32, 0};
   EXPECT_THROW(comm->allreduce(ints, ints, DOMINO_BXOR), TransportError);
   half.reset();
-  comm.reset();  // finalized while its stream still exists
+  // Abort (the watchdog's way out) ends the communicator: later ops fail at once, naming why.
+  EXPECT_TRUE(comm->abort());
+  try {
+    comm->allreduce(buffer, buffer, DOMINO_SUM);
+    ADD_FAILURE() << "an aborted communicator ran an all-reduce";
+  } catch (const TransportError& e) {
+    EXPECT_EQ(e.status(), DOMINO_ERR_PEER);
+    EXPECT_NE(std::string(e.what()).find("aborted"), std::string::npos) << e.what();
+  }
+  comm.reset();  // released while its stream still exists
   cudaFree(data);
   cudaStreamDestroy(stream);
 }

@@ -150,6 +150,11 @@ typedef struct domino_plugin_v1 {
   int (*comm_split)(domino_comm_t* parent, int32_t color, int32_t key,
                     const domino_comm_config_t* config, domino_comm_t** comm, char* err,
                     size_t err_size);
+  /* Callable from any thread, also while another thread is inside a call on comm: ends what
+   * comm has in flight (on a device, its kernels) so nothing waits on it any longer; every later
+   * call fails with DOMINO_ERR_PEER. comm_destroy is still called after. NULL: not supported.
+   * (Added in ABI 3.) */
+  void (*comm_abort)(domino_comm_t* comm);
 } domino_plugin_v1_t;
 
 /* The one symbol a plugin library exports. Returns NULL if it cannot serve abi_version. */

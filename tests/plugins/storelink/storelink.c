@@ -175,6 +175,7 @@ static const domino_plugin_v1_t table = {DOMINO_PLUGIN_ABI_VERSION,
                                          NULL,
                                          NULL,
                                          NULL,
+                                         NULL,
                                          NULL};
 
 const domino_plugin_v1_t* domino_plugin_init(uint32_t abi_version) {
