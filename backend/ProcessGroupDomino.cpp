@@ -13,13 +13,13 @@
 
 #include "DeviceMemory.h"
 #include "DeviceRuntime.h"
-#include "DeviceWatchdog.h"
 #include "HandleScope.h"
 #include "PriorityGuard.h"
 #include "StoreBootstrap.h"
 #include "TensorBuffer.h"
 #include "Work.h"
 #include "config/Log.h"
+#include "engine/DeviceWatchdog.h"
 #include "engine/LinkProbe.h"
 #include "engine/ProgressLane.h"
 #include "engine/RoutedComm.h"
@@ -487,7 +487,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
                 options_->timeout,
                 [this](const std::string& what) { abort_device_communicators(what); });
           }
-          watchdog_->watch(done, std::string(c10d::opTypeToString(work->retrieveOpType())));
+          watchdog_->watch([done] { return done->query(); },
+                           std::string(c10d::opTypeToString(work->retrieveOpType())));
         }
         work->set_device_done(std::move(done));
         work->complete();

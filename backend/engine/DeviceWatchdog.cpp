@@ -22,11 +22,11 @@ DeviceWatchdog::~DeviceWatchdog() {
   thread_.join();
 }
 
-void DeviceWatchdog::watch(std::shared_ptr<c10::Event> done, std::string what) {
+void DeviceWatchdog::watch(std::function<bool()> finished, std::string what) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (fired_ || stopping_) return;
   watched_.push_back(
-      {std::move(done), std::move(what), std::chrono::steady_clock::now() + timeout_});
+      {std::move(finished), std::move(what), std::chrono::steady_clock::now() + timeout_});
 }
 
 void DeviceWatchdog::run() {
@@ -34,7 +34,7 @@ void DeviceWatchdog::run() {
   while (!stopping_) {
     wake_.wait_for(lock, kPoll, [this] { return stopping_; });
     if (stopping_ || fired_) continue;
-    // Events are queried outside the lock so that issuing work never waits on the driver here.
+    // Asked outside the lock so that issuing work never waits on the driver here.
     std::vector<Watched> batch;
     batch.swap(watched_);
     lock.unlock();
@@ -42,7 +42,7 @@ void DeviceWatchdog::run() {
     std::vector<Watched> pending;
     std::string missed;
     for (Watched& w : batch) {
-      if (w.done->query()) continue;
+      if (w.finished()) continue;
       if (now > w.deadline && missed.empty()) missed = w.what;
       pending.push_back(std::move(w));
     }

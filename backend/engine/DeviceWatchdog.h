@@ -1,10 +1,8 @@
-// Watches CUDA work after it is enqueued: a transfer that a dead or absent peer never finishes
+// Watches device work after it is enqueued: a transfer that a dead or absent peer never finishes
 // would otherwise leave the caller's stream waiting forever (NCCL's kernels spin). Each watched
-// work has a deadline; the first one missed calls on_timeout once, which aborts the group's
-// device communicators, and watching stops.
+// work has a deadline; the first one missed calls on_timeout once (the backend then aborts the
+// group's device communicators), and watching stops. Torch-free: work is a "finished?" query.
 #pragma once
-
-#include <c10/core/Event.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -25,12 +23,13 @@ class DeviceWatchdog {
   DeviceWatchdog& operator=(const DeviceWatchdog&) = delete;
   ~DeviceWatchdog();
 
-  // done: recorded on the comm stream after the work; what: the op, for the message.
-  void watch(std::shared_ptr<c10::Event> done, std::string what);
+  // finished: whether the work is done (e.g. its end event's query), asked from the watchdog's
+  // thread until it says yes; what: the op, for the message.
+  void watch(std::function<bool()> finished, std::string what);
 
  private:
   struct Watched {
-    std::shared_ptr<c10::Event> done;
+    std::function<bool()> finished;
     std::string what;
     std::chrono::steady_clock::time_point deadline;
   };
