@@ -448,7 +448,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
       if (pending != nullptr) pending->fetch_sub(1);
     };
   } else {
-    work->set_device(*device, settings_.blocking_wait, options_->timeout);
+    work->set_device(*device, settings_.blocking_wait, options_->timeout, device_health_);
     // What the caller has queued so far on its stream must land before the transfer reads it.
     auto ready = std::make_shared<c10::Event>(device->type());
     ready->record(c10::impl::VirtualGuardImpl(device->type()).getStream(*device));
@@ -460,10 +460,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
     job = [this, work, body = std::move(body), lane_index, pending, device = *device, ready,
            stream_lane, host_only, route, peer] {
       try {
-        {
-          std::lock_guard<std::mutex> lock(device_mutex_);
-          TORCH_CHECK(device_failure_.empty(), device_failure_);
-        }
+        const std::string failed = device_health_->failure();
+        TORCH_CHECK(failed.empty(), failed);
         const c10::Stream stream = comm_stream(stream_lane, device);
         ready->block(stream);
         publish_gpu_identity(device);  // whatever this op is, peers deciding may wait for it
@@ -487,8 +485,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
                 options_->timeout,
                 [this](const std::string& what) { abort_device_communicators(what); });
           }
-          watchdog_->watch([done] { return done->query(); },
-                           std::string(c10d::opTypeToString(work->retrieveOpType())));
+          // The watchdog's thread makes the event's device current first, so that it never
+          // creates a context on device 0 of a rank that uses another GPU.
+          watchdog_->watch(
+              [done, device] {
+                c10::impl::VirtualGuardImpl(device.type()).setDevice(device);
+                return done->query();
+              },
+              std::string(c10d::opTypeToString(work->retrieveOpType())));
         }
         work->set_device_done(std::move(done));
         work->complete();
@@ -518,15 +522,15 @@ void ProcessGroupDomino::abort_device_communicators(const std::string& what) {
   std::vector<Communicator*> comms;
   {
     std::lock_guard<std::mutex> lock(device_mutex_);
-    device_failure_ = "domino: " + label() + ": a CUDA " + what +
-                      " was enqueued but did not finish within the group timeout of " +
-                      std::to_string(options_->timeout.count()) +
-                      " ms (a peer died, hangs, or issued other collectives); its NCCL "
-                      "communicators were aborted, so CUDA collectives on this group now fail. "
-                      "Destroy the group and create a new one.";
+    device_health_->fail("domino: " + label() + ": a CUDA " + what +
+                         " was enqueued but did not finish within the group timeout of " +
+                         std::to_string(options_->timeout.count()) +
+                         " ms (a peer died, hangs, or issued other collectives); its NCCL "
+                         "communicators were aborted, so CUDA collectives on this group now fail. "
+                         "Destroy the group and create a new one.");
     comms = device_communicators_;
   }
-  log_line(LogLevel::kError, rank_, device_failure_);
+  log_line(LogLevel::kError, rank_, device_health_->failure());
   for (Communicator* comm : comms) comm->abort();
 }
 
@@ -708,6 +712,7 @@ RoutedComm& ProcessGroupDomino::device_communicator(int lane, c10::Device device
   slot->router = std::make_unique<topology::Router>(layout_, router_->costs(), options);
   void* native = device_runtime_->native_handle(stream);
   Communicator* root = nullptr;
+  std::vector<Communicator*> made_here;
   auto make = [&](const RoutedComm::Spec& spec) -> std::unique_ptr<Communicator> {
     const std::string part = spec.name.empty() ? "flat" : spec.name;
     slot->bootstraps.push_back(std::make_unique<StoreBootstrap>(
@@ -729,16 +734,18 @@ RoutedComm& ProcessGroupDomino::device_communicator(int lane, c10::Device device
       const int color = local ? layout_.host_of_rank[static_cast<size_t>(rank_)]
                               : layout_.local_rank[static_cast<size_t>(rank_)];
       auto part_comm = root->split(color, rank_, config);
-      track(part_comm.get());
+      made_here.push_back(part_comm.get());
       return part_comm;
     }
     auto made = std::make_unique<Communicator>(device_plugin_, config);
     if (root == nullptr) root = made.get();
-    track(made.get());
+    made_here.push_back(made.get());
     return made;
   };
   slot->comm =
       std::make_unique<RoutedComm>(*slot->router, rank_, make, std::make_shared<DeviceMemory>());
+  // Only now: had the set-up failed half-way, the communicators made so far would be gone.
+  for (Communicator* comm : made_here) track(comm);
   return *slot->comm;
 }
 

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "Work.h"
 #include "config/Settings.h"
 #include "domino/plugin.h"
 #include "topology/Binding.h"
@@ -244,7 +245,8 @@ class ProcessGroupDomino : public c10d::Backend {
   std::map<std::pair<int, bool>, PeerComm> peer_comms_;  // (peer, sending)
   // Every NCCL communicator of the group, for the watchdog to abort (device_mutex_).
   std::vector<Communicator*> device_communicators_;
-  std::string device_failure_;  // set once the watchdog aborted them (device_mutex_)
+  // Set once the watchdog aborted them; every CUDA work of the group checks it after its wait.
+  std::shared_ptr<DeviceHealth> device_health_ = std::make_shared<DeviceHealth>();
   // Declared after the communicators it aborts, so it stops before they go.
   std::unique_ptr<DeviceWatchdog> watchdog_;
   // Declared last, so they stop before the communicators go. Sends and receives have lanes of

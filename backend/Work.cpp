@@ -10,10 +10,12 @@ namespace domino {
 Work::Work(int rank, c10d::OpType op, std::vector<at::Tensor> outputs)
     : c10d::Work(rank, op), outputs_(std::move(outputs)) {}
 
-void Work::set_device(c10::Device device, bool blocking_wait, std::chrono::milliseconds timeout) {
+void Work::set_device(c10::Device device, bool blocking_wait, std::chrono::milliseconds timeout,
+                      std::shared_ptr<const DeviceHealth> health) {
   device_ = device;
   blocking_wait_ = blocking_wait;
   device_timeout_ = timeout;
+  health_ = std::move(health);
 }
 
 void Work::set_device_done(std::shared_ptr<c10::Event> done) {
@@ -89,11 +91,13 @@ void Work::wait_on_device(std::chrono::milliseconds timeout) {
   if (!blocking_wait_) {
     // The caller's stream waits for the comm stream; the host goes on at once.
     done->block(c10::impl::VirtualGuardImpl(device_->type()).getStream(*device_));
+    raise_if_aborted();
     return;
   }
   const auto limit = timeout == kNoTimeout ? device_timeout_ : timeout;
   const auto deadline = std::chrono::steady_clock::now() + limit;
   while (!done->query()) {
+    raise_if_aborted();
     if (std::chrono::steady_clock::now() > deadline) {
       C10_THROW_ERROR(DistBackendError,
                       "domino: " + std::string(c10d::opTypeToString(opType_)) + " on " +
@@ -105,6 +109,14 @@ void Work::wait_on_device(std::chrono::milliseconds timeout) {
     }
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
+  raise_if_aborted();
+}
+
+void Work::raise_if_aborted() const {
+  // Aborted communicators end their kernels early: the event completes, the data is not right.
+  if (!health_) return;
+  const std::string failure = health_->failure();
+  if (!failure.empty()) C10_THROW_ERROR(DistBackendError, failure);
 }
 
 std::vector<at::Tensor> Work::result() {

@@ -9,11 +9,30 @@
 #include <atomic>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace domino {
+
+// Whether a group's device communicators are still usable; shared by its CUDA works.
+class DeviceHealth {
+ public:
+  void fail(std::string why) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (failure_.empty()) failure_ = std::move(why);
+  }
+  std::string failure() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return failure_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::string failure_;
+};
 
 class Work : public c10d::Work {
  public:
@@ -30,7 +49,9 @@ class Work : public c10d::Work {
 
   // CUDA works, at issue: the device the outputs live on. Its future is then CUDA-aware, and
   // blocking_wait makes wait() block the host until the device is done (within timeout).
-  void set_device(c10::Device device, bool blocking_wait, std::chrono::milliseconds timeout);
+  // health: the group's; a wait on a work whose communicators were aborted raises its reason.
+  void set_device(c10::Device device, bool blocking_wait, std::chrono::milliseconds timeout,
+                  std::shared_ptr<const DeviceHealth> health);
   // By the lane once the work is enqueued on its comm stream, before complete() (which the lane
   // calls with that stream current): done marks the work's end there.
   void set_device_done(std::shared_ptr<c10::Event> done);
@@ -47,6 +68,7 @@ class Work : public c10d::Work {
 
  private:
   void wait_on_device(std::chrono::milliseconds timeout);
+  void raise_if_aborted() const;
   c10::intrusive_ptr<c10::ivalue::Future> make_future() const;
 
   std::vector<at::Tensor> outputs_;
@@ -61,6 +83,7 @@ class Work : public c10d::Work {
   bool blocking_wait_ = false;
   std::chrono::milliseconds device_timeout_{0};
   std::shared_ptr<c10::Event> done_;
+  std::shared_ptr<const DeviceHealth> health_;
 };
 
 }  // namespace domino

@@ -42,11 +42,22 @@ void DeviceWatchdog::run() {
     std::vector<Watched> pending;
     std::string missed;
     for (Watched& w : batch) {
-      if (w.finished()) continue;
+      try {
+        if (w.finished()) continue;
+      } catch (const std::exception& e) {
+        // A device that cannot say (a sticky CUDA error) is treated as hung: never let an
+        // exception end this thread, which would end the process.
+        if (missed.empty()) missed = w.what + " (its state could not be read: " + e.what() + ")";
+      }
       if (now > w.deadline && missed.empty()) missed = w.what;
       pending.push_back(std::move(w));
     }
-    if (!missed.empty()) on_timeout_(missed);
+    if (!missed.empty()) {
+      try {
+        on_timeout_(missed);
+      } catch (...) {  // the abort is best effort; the group is marked failed either way
+      }
+    }
     lock.lock();
     if (!missed.empty()) {
       fired_ = true;

@@ -196,6 +196,7 @@ void NcclCommunicator::start(const domino_comm_config_t& config) {
 
 NcclCommunicator* NcclCommunicator::split(NcclCommunicator& parent, int color, int key,
                                           const domino_comm_config_t& config) {
+  const auto in_call = parent.enter("split");  // the watchdog may abort the parent meanwhile
   DeviceScope scope(parent.device_);
   ncclConfig_t nccl_config = NCCL_CONFIG_INITIALIZER;
   nccl_config.blocking = 0;
@@ -260,6 +261,15 @@ void NcclCommunicator::release() {
   barrier_word_ = nullptr;
   if (own_stream_) cudaStreamDestroy(stream_);
   own_stream_ = false;
+}
+
+std::unique_lock<std::mutex> NcclCommunicator::enter(const char* op) {
+  std::unique_lock<std::mutex> lock(call_mutex_);
+  if (aborted_) {
+    fail(DOMINO_ERR_PEER, op,
+         "this communicator was aborted after an earlier failure; create a new process group");
+  }
+  return lock;
 }
 
 void NcclCommunicator::abort() {
@@ -340,7 +350,7 @@ void NcclCommunicator::check_root(const char* op, int root) const {
 
 void NcclCommunicator::allreduce(const domino_buffer_t& send, const domino_buffer_t& recv,
                                  domino_redop_t op) {
-  const std::lock_guard<std::mutex> in_call(call_mutex_);
+  const auto in_call = enter("allreduce");
   check_buffer("allreduce", send);
   check_buffer("allreduce", recv);
   ncclRedOp_t reduction;
@@ -354,7 +364,7 @@ void NcclCommunicator::allreduce(const domino_buffer_t& send, const domino_buffe
 
 void NcclCommunicator::reduce(const domino_buffer_t& send, const domino_buffer_t& recv,
                               domino_redop_t op, int root) {
-  const std::lock_guard<std::mutex> in_call(call_mutex_);
+  const auto in_call = enter("reduce");
   check_root("reduce", root);
   check_buffer("reduce", send);
   ncclRedOp_t reduction;
@@ -368,7 +378,7 @@ void NcclCommunicator::reduce(const domino_buffer_t& send, const domino_buffer_t
 }
 
 void NcclCommunicator::broadcast(const domino_buffer_t& buffer, int root) {
-  const std::lock_guard<std::mutex> in_call(call_mutex_);
+  const auto in_call = enter("broadcast");
   check_root("broadcast", root);
   check_buffer("broadcast", buffer);
   DeviceScope scope(device_);
@@ -378,7 +388,7 @@ void NcclCommunicator::broadcast(const domino_buffer_t& buffer, int root) {
 }
 
 void NcclCommunicator::allgather(const domino_buffer_t& send, const domino_buffer_t& recv) {
-  const std::lock_guard<std::mutex> in_call(call_mutex_);
+  const auto in_call = enter("allgather");
   check_buffer("allgather", send);
   check_buffer("allgather", recv);
   if (recv.count != send.count * static_cast<size_t>(size_)) {
@@ -393,7 +403,7 @@ void NcclCommunicator::allgather(const domino_buffer_t& send, const domino_buffe
 
 void NcclCommunicator::reduce_scatter(const domino_buffer_t& send, const domino_buffer_t& recv,
                                       domino_redop_t op) {
-  const std::lock_guard<std::mutex> in_call(call_mutex_);
+  const auto in_call = enter("reduce_scatter");
   check_buffer("reduce_scatter", send);
   check_buffer("reduce_scatter", recv);
   if (send.count != recv.count * static_cast<size_t>(size_)) {
@@ -413,7 +423,7 @@ void NcclCommunicator::reduce_scatter(const domino_buffer_t& send, const domino_
 }
 
 void NcclCommunicator::gather(const domino_buffer_t& send, const domino_buffer_t& recv, int root) {
-  const std::lock_guard<std::mutex> in_call(call_mutex_);
+  const auto in_call = enter("gather");
   check_root("gather", root);
   check_buffer("gather", send);
   const ncclDataType_t type = nccl_type(send.dtype);
@@ -437,7 +447,7 @@ void NcclCommunicator::gather(const domino_buffer_t& send, const domino_buffer_t
 }
 
 void NcclCommunicator::scatter(const domino_buffer_t& send, const domino_buffer_t& recv, int root) {
-  const std::lock_guard<std::mutex> in_call(call_mutex_);
+  const auto in_call = enter("scatter");
   check_root("scatter", root);
   check_buffer("scatter", recv);
   const ncclDataType_t type = nccl_type(recv.dtype);
@@ -463,7 +473,7 @@ void NcclCommunicator::scatter(const domino_buffer_t& send, const domino_buffer_
 void NcclCommunicator::alltoall(const domino_buffer_t& send, const uint64_t* send_counts,
                                 const uint64_t* send_offsets, const domino_buffer_t& recv,
                                 const uint64_t* recv_counts, const uint64_t* recv_offsets) {
-  const std::lock_guard<std::mutex> in_call(call_mutex_);
+  const auto in_call = enter("alltoall");
   check_buffer("alltoall", send);
   check_buffer("alltoall", recv);
   const ncclDataType_t type = nccl_type(send.dtype);
@@ -491,7 +501,7 @@ void NcclCommunicator::alltoall(const domino_buffer_t& send, const uint64_t* sen
 }
 
 void NcclCommunicator::barrier() {
-  const std::lock_guard<std::mutex> in_call(call_mutex_);
+  const auto in_call = enter("barrier");
   DeviceScope scope(device_);
   settle(ncclAllReduce(barrier_word_, barrier_word_, 1, ncclInt32, ncclSum, comm_, stream_),
          "barrier");
@@ -517,7 +527,7 @@ void NcclCommunicator::barrier() {
 }
 
 void NcclCommunicator::send(const domino_buffer_t& buffer, int peer, int32_t) {
-  const std::lock_guard<std::mutex> in_call(call_mutex_);
+  const auto in_call = enter("send");
   check_root("send", peer);
   check_buffer("send", buffer);
   DeviceScope scope(device_);
@@ -525,7 +535,7 @@ void NcclCommunicator::send(const domino_buffer_t& buffer, int peer, int32_t) {
 }
 
 int NcclCommunicator::recv(const domino_buffer_t& buffer, int peer, int32_t) {
-  const std::lock_guard<std::mutex> in_call(call_mutex_);
+  const auto in_call = enter("recv");
   if (peer < 0) {
     fail(DOMINO_ERR_UNSUPPORTED, "recv",
          "NCCL cannot receive from any source; name the source rank, or receive into a CPU "

@@ -53,6 +53,9 @@ class NcclCommunicator {
   NcclCommunicator() = default;
   void start(const domino_comm_config_t& config);
   void adopt(const domino_comm_config_t& config);
+  // Every op holds the call lock (abort() may come from another thread) and fails at once on an
+  // aborted communicator.
+  std::unique_lock<std::mutex> enter(const char* op);
   // Finalizes and destroys a healthy communicator (aborts one that failed or will not finish),
   // then frees what adopt() made.
   void release();

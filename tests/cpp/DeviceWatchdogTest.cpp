@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -51,16 +52,29 @@ TEST(DeviceWatchdog, WorkThatFinishesBeforeItsDeadlineNeverFires) {
   Fired fired;
   std::atomic<bool> done{false};
   {
-    DeviceWatchdog watchdog(400ms, [&](const std::string& what) {
+    DeviceWatchdog watchdog(1500ms, [&](const std::string& what) {
       std::lock_guard<std::mutex> lock(fired.mutex);
       fired.ops.push_back(what);
     });
     watchdog.watch([&] { return done.load(); }, "ALLGATHER");
-    std::this_thread::sleep_for(200ms);
+    std::this_thread::sleep_for(100ms);
     done = true;
-    std::this_thread::sleep_for(500ms);
+    std::this_thread::sleep_for(600ms);
   }  // stops and joins promptly
   EXPECT_TRUE(fired.seen().empty());
+}
+
+TEST(DeviceWatchdog, AQueryThatThrowsCountsAsHungAndDoesNotEndTheProcess) {
+  Fired fired;
+  DeviceWatchdog watchdog(200ms, [&](const std::string& what) {
+    std::lock_guard<std::mutex> lock(fired.mutex);
+    fired.ops.push_back(what);
+    throw std::runtime_error("abort failed too");  // swallowed by the watchdog
+  });
+  watchdog.watch([]() -> bool { throw std::runtime_error("sticky device error"); }, "REDUCE");
+  for (int i = 0; i < 40 && fired.seen().empty(); ++i) std::this_thread::sleep_for(50ms);
+  ASSERT_EQ(fired.seen().size(), 1u);
+  EXPECT_NE(fired.seen()[0].find("sticky device error"), std::string::npos) << fired.seen()[0];
 }
 
 }  // namespace
