@@ -19,6 +19,7 @@
 #include "TensorBuffer.h"
 #include "Work.h"
 #include "config/Log.h"
+#include "engine/DevicePath.h"
 #include "engine/DeviceWatchdog.h"
 #include "engine/LinkProbe.h"
 #include "engine/ProgressLane.h"
@@ -601,7 +602,11 @@ void ProcessGroupDomino::publish_gpu_identity(c10::Device device) {
 }
 
 bool ProcessGroupDomino::pair_staged(int peer, c10::Device device) {
-  if (device_plugin_ == nullptr || settings_.gpu_transport == GpuTransport::kStaged) return true;
+  // Nothing to ask the peer when the answer cannot be NCCL (and nobody forced it).
+  if (settings_.gpu_transport == GpuTransport::kStaged ||
+      (device_plugin_ == nullptr && settings_.gpu_transport == GpuTransport::kAuto)) {
+    return true;
+  }
   publish_gpu_identity(device);
   // Its own lock: waiting here for the peer must not hold up other lanes' streams.
   std::lock_guard<std::mutex> lock(device_path_mutex_);
@@ -620,12 +625,15 @@ bool ProcessGroupDomino::pair_staged(int peer, c10::Device device) {
     const std::vector<uint8_t> value = store_->get(key);
     return std::string(value.begin(), value.end());
   };
-  const bool shared = identity(rank_) == identity(peer);
-  TORCH_CHECK(!shared || settings_.gpu_transport != GpuTransport::kNccl, "domino: ", label(),
-              ": DOMINO_GPU_TRANSPORT=nccl needs one GPU per rank, but ranks ", rank_, " and ",
-              peer, " share one; give each its own GPU, or set it to staged or auto");
-  pair_staged_[peer] = shared;
-  return shared;
+  DevicePathChoice choice;
+  try {
+    choice = choose_device_path({{rank_, identity(rank_)}, {peer, identity(peer)}},
+                                device_plugin_ != nullptr, settings_.gpu_transport);
+  } catch (const std::invalid_argument& e) {
+    TORCH_CHECK(false, "domino: ", label(), ": CUDA send/recv with rank ", peer, ": ", e.what());
+  }
+  pair_staged_[peer] = !choice.nccl;
+  return !choice.nccl;
 }
 
 ProcessGroupDomino::DevicePath ProcessGroupDomino::decide_device_path(c10::Device device) {
@@ -635,7 +643,7 @@ ProcessGroupDomino::DevicePath ProcessGroupDomino::decide_device_path(c10::Devic
   std::lock_guard<std::mutex> lock(device_path_mutex_);
   if (device_path_.load() != DevicePath::kUndecided) return device_path_.load();
   const std::string prefix = kGpuIdentityPrefix;
-  std::vector<std::string> keys, ids;
+  std::vector<std::string> keys;
   for (int r = 0; r < size_; ++r) keys.push_back(prefix + std::to_string(r));
   try {
     store_->wait(keys, options_->timeout);
@@ -645,34 +653,20 @@ ProcessGroupDomino::DevicePath ProcessGroupDomino::decide_device_path(c10::Devic
                 "name its GPU, and not all did within the timeout (",
                 e.what(), "); every rank must issue the same collectives");
   }
-  for (const auto& key : keys) {
-    const std::vector<uint8_t> value = store_->get(key);
-    ids.emplace_back(value.begin(), value.end());
+  std::vector<std::pair<int, std::string>> gpus;
+  for (int r = 0; r < size_; ++r) {
+    const std::vector<uint8_t> value = store_->get(keys[static_cast<size_t>(r)]);
+    gpus.emplace_back(r, std::string(value.begin(), value.end()));
   }
-  std::string shared;
-  for (size_t a = 0; a < ids.size() && shared.empty(); ++a) {
-    for (size_t b = a + 1; b < ids.size(); ++b) {
-      if (ids[a] == ids[b]) {
-        shared = "ranks " + std::to_string(a) + " and " + std::to_string(b) + " share " + ids[a];
-        break;
-      }
-    }
+  DevicePathChoice choice;
+  try {
+    choice = choose_device_path(gpus, device_plugin_ != nullptr, settings_.gpu_transport);
+  } catch (const std::invalid_argument& e) {
+    TORCH_CHECK(false, "domino: ", label(), ": ", e.what());
   }
-  if (settings_.gpu_transport == GpuTransport::kNccl) {
-    TORCH_CHECK(device_plugin_ != nullptr, "domino: ", label(),
-                ": DOMINO_GPU_TRANSPORT=nccl, but this build has no NCCL transport; unset it or "
-                "set it to staged");
-    TORCH_CHECK(shared.empty(), "domino: ", label(),
-                ": DOMINO_GPU_TRANSPORT=nccl needs one GPU per "
-                "rank, but ",
-                shared, "; give each rank its own GPU, or set it to staged or auto");
-  }
-  const bool nccl = device_plugin_ != nullptr && settings_.gpu_transport != GpuTransport::kStaged &&
-                    shared.empty();
+  const bool nccl = choice.nccl;
   device_path_ = nccl ? DevicePath::kNccl : DevicePath::kStaged;
-  const std::string why = !shared.empty()             ? shared
-                          : device_plugin_ == nullptr ? "this build has no NCCL transport"
-                                                      : "DOMINO_GPU_TRANSPORT=staged";
+  const std::string& why = choice.why;
   if (nccl) {
     log_line(LogLevel::kInfo, rank_, label() + ": CUDA tensors go through NCCL");
   } else {
