@@ -509,7 +509,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
   }
   const uint64_t ticket = lane->submit(std::move(job), /*wake=*/!blocking);
   // The lane drains before it is destroyed, so a work still waiting always finds it alive.
-  work->set_run_now([lane, ticket] { return lane->run_now(ticket); });
+  work->set_run_now([lane, ticket] { return lane->run_now(ticket); }, [lane] { lane->wake(); });
   HandleScope::record(work);
   return work;
 }

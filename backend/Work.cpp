@@ -57,7 +57,14 @@ bool Work::isCompleted() {
 }
 
 bool Work::wait(std::chrono::milliseconds timeout) {
-  if (run_now_ && !c10d::Work::isCompleted()) run_now_();
+  if (!c10d::Work::isCompleted()) {
+    // Running the job here would ignore a timeout: a bounded wait has the lane run it.
+    if (timeout == kNoTimeout) {
+      if (run_now_) run_now_();
+    } else if (wake_) {
+      wake_();
+    }
+  }
   {
     // The host side, as c10d::Work::wait does it, but without its synchronize() under the lock:
     // the device part below honours this call's timeout and holds no lock.

@@ -44,8 +44,12 @@ class Work : public c10d::Work {
   // Runs the job on the waiting thread when the lane has not started it (see ProgressLane).
   bool wait(std::chrono::milliseconds timeout) override;
 
-  // Set once at issue: tries to run this work's job on the calling thread.
-  void set_run_now(std::function<bool()> run_now) { run_now_ = std::move(run_now); }
+  // Set once at issue: run_now tries to run this work's job on the calling thread; wake makes
+  // its lane start it (for a wait with a timeout, which must not run the job itself).
+  void set_run_now(std::function<bool()> run_now, std::function<void()> wake) {
+    run_now_ = std::move(run_now);
+    wake_ = std::move(wake);
+  }
 
   // CUDA works, at issue: the device the outputs live on. Its future is then CUDA-aware, and
   // blocking_wait makes wait() block the host until the device is done (within timeout).
@@ -74,6 +78,7 @@ class Work : public c10d::Work {
   std::vector<at::Tensor> outputs_;
   std::atomic<int> source_rank_{-1};
   std::function<bool()> run_now_;
+  std::function<void()> wake_;
   // Made on first request: blocking collectives never pay for one.
   std::mutex future_mutex_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;

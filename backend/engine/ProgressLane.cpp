@@ -42,6 +42,10 @@ uint64_t ProgressLane::submit(std::function<void()> job, bool wake) {
   return ticket;
 }
 
+void ProgressLane::wake() {
+  ready_.notify_all();
+}
+
 bool ProgressLane::run_now(uint64_t ticket) {
   std::function<void()> job;
   {

@@ -34,6 +34,10 @@ class ProgressLane {
   // Returns false when the lane thread has it or earlier jobs are still pending.
   bool run_now(uint64_t ticket);
 
+  // Makes an idle lane look at its queue (a job submitted with wake=false that its caller will
+  // not run after all).
+  void wake();
+
  private:
   struct Entry {
     uint64_t ticket;

@@ -36,6 +36,15 @@ def test_async_op_returns_a_handle_that_waits(world):
         assert value["result_len"] == 1
 
 
+def test_wait_with_a_timeout_raises_and_the_work_still_finishes():
+    first, second = assert_all_ok(run_ranks(2, "wait_with_timeout"))
+    assert "did not finish within wait()'s timeout of 300 ms" in first["timed_out"]
+    assert "all" in first["timed_out"].lower()  # names the op (ALLREDUCE)
+    assert second["timed_out"] == ""
+    for facts in (first, second):
+        assert facts["value"] == [3.0] * 4 and facts["completed"]
+
+
 def test_future_matches_gloo():
     domino = assert_all_ok(run_ranks(2, "future_value_shape", backend="domino"))
     gloo = assert_all_ok(run_ranks(2, "future_value_shape", backend="gloo"))

@@ -411,3 +411,22 @@ def plugin_allreduce(rank: int, world: int) -> dict:
     view = torch_domino.topology(sizes=[4000])
     return {"floats": floats[:3].tolist(), "ints": ints.tolist(),
             "inter": view["transports"]["inter_host"]}
+
+
+def wait_with_timeout(rank: int, world: int) -> dict:
+    """Rank 0 waits 0.3 s on an all-reduce that rank 1 joins only after 2 s: that wait raises,
+    the work goes on, and a later wait() gets the right result."""
+    import time
+
+    tensor = torch.full((4,), float(rank + 1))
+    if rank == 1:
+        time.sleep(2.0)
+    work = dist.all_reduce(tensor, async_op=True)
+    timed_out = ""
+    if rank == 0:
+        try:
+            work.wait(datetime.timedelta(seconds=0.3))
+        except RuntimeError as e:
+            timed_out = str(e)
+    work.wait()
+    return {"timed_out": timed_out, "value": tensor.tolist(), "completed": work.is_completed()}
