@@ -1,0 +1,285 @@
+// The CUDA side of ProcessGroupDomino: which path a group's CUDA tensors take, the comm streams
+// of its lanes, its NCCL communicators (per lane, per send/recv direction) and what the watchdog
+// does when enqueued work never finishes. Ops themselves are issued in ProcessGroupDomino.cpp.
+#include <c10/core/impl/VirtualGuardImpl.h>
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+
+#include "DeviceMemory.h"
+#include "DeviceRuntime.h"
+#include "PriorityGuard.h"
+#include "ProcessGroupDomino.h"
+#include "StoreBootstrap.h"
+#include "config/Log.h"
+#include "engine/DevicePath.h"
+#include "engine/RoutedComm.h"
+#include "plugins/registry/Communicator.h"
+
+namespace domino {
+
+void ProcessGroupDomino::track(Communicator* comm) {
+  std::lock_guard<std::mutex> lock(device_mutex_);
+  if (comm != nullptr) device_communicators_.push_back(comm);
+}
+
+void ProcessGroupDomino::abort_device_communicators(const std::string& what) {
+  std::vector<Communicator*> comms;
+  {
+    std::lock_guard<std::mutex> lock(device_mutex_);
+    device_health_->fail("domino: " + label() + ": a CUDA " + what +
+                         " was enqueued but did not finish within the group timeout of " +
+                         std::to_string(options_->timeout.count()) +
+                         " ms (a peer died, hangs, or issued other collectives); its NCCL "
+                         "communicators were aborted, so CUDA collectives on this group now fail. "
+                         "Destroy the group and create a new one.");
+    comms = device_communicators_;
+  }
+  log_line(LogLevel::kError, rank_, device_health_->failure());
+  for (Communicator* comm : comms) comm->abort();
+}
+
+DeviceRuntime& ProcessGroupDomino::device_runtime() {
+  if (!device_runtime_) device_runtime_ = make_device_runtime();
+  TORCH_CHECK(device_runtime_ != nullptr, "domino: ", label(),
+              " was given a CUDA tensor, but this build or process has no CUDA device; move the "
+              "tensor to the CPU or build torch-domino against a CUDA torch");
+  return *device_runtime_;
+}
+
+c10::Stream ProcessGroupDomino::comm_stream(int lane, c10::Device device) {
+  std::lock_guard<std::mutex> lock(device_mutex_);
+  const std::pair<int, int> key{lane, device.index()};
+  auto found = comm_streams_.find(key);
+  if (found != comm_streams_.end()) return found->second;
+  DeviceRuntime& runtime = device_runtime();
+  // High-priority work gets the device's most urgent stream; everything else its least.
+  const auto [least, greatest] = runtime.priority_range(device.index());
+  const int priority = lane == static_cast<int>(Priority::kHigh) ? greatest : least;
+  return comm_streams_.emplace(key, runtime.create_stream(device.index(), priority)).first->second;
+}
+
+std::vector<ProcessGroupDomino::CommStream> ProcessGroupDomino::comm_streams() const {
+  std::lock_guard<std::mutex> lock(device_mutex_);
+  std::vector<CommStream> out;
+  for (const auto& [key, stream] : comm_streams_) {
+    const auto [least, greatest] = device_runtime_->priority_range(stream.device_index());
+    const int peer_slot = key.first - kPeerLane;
+    const std::string lane =
+        peer_slot < 0 ? std::string(priority_name(static_cast<Priority>(key.first)))
+        : peer_slot == 2 * size_
+            ? std::string("recv:any")
+            : std::string(peer_slot % 2 ? "recv:" : "send:") + std::to_string(peer_slot / 2);
+    out.push_back({lane, key.second, device_runtime_->priority_of(stream), least, greatest});
+  }
+  return out;
+}
+
+const char* ProcessGroupDomino::device_path() const {
+  switch (device_path_.load()) {
+    case DevicePath::kNccl:
+      return "nccl";
+    case DevicePath::kStaged:
+      return "staged";
+    default:
+      return "undecided";
+  }
+}
+
+namespace {
+constexpr const char* kGpuIdentityPrefix = "domino/cuda/identity/";
+}  // namespace
+
+void ProcessGroupDomino::publish_gpu_identity(c10::Device device) {
+  if (gpu_identity_published_.load()) return;
+  std::string mine =
+      layout_.hosts[static_cast<size_t>(layout_.host_of_rank[static_cast<size_t>(rank_)])] +
+      " GPU ";
+  {
+    std::lock_guard<std::mutex> lock(device_mutex_);
+    mine += device_runtime().identity(device.index());
+  }
+  // Idempotent: two lanes racing here write the same value.
+  store_->set(kGpuIdentityPrefix + std::to_string(rank_),
+              std::vector<uint8_t>(mine.begin(), mine.end()));
+  gpu_identity_published_ = true;
+}
+
+bool ProcessGroupDomino::pair_staged(int peer, c10::Device device) {
+  // Nothing to ask the peer when the answer cannot be NCCL (and nobody forced it).
+  if (settings_.gpu_transport == GpuTransport::kStaged ||
+      (device_plugin_ == nullptr && settings_.gpu_transport == GpuTransport::kAuto)) {
+    return true;
+  }
+  publish_gpu_identity(device);
+  // Its own lock: waiting here for the peer must not hold up other lanes' streams.
+  std::lock_guard<std::mutex> lock(device_path_mutex_);
+  auto found = pair_staged_.find(peer);
+  if (found != pair_staged_.end()) return found->second;
+  auto identity = [&](int rank) {
+    const std::string key = kGpuIdentityPrefix + std::to_string(rank);
+    try {
+      store_->wait({key}, options_->timeout);
+    } catch (const std::exception& e) {
+      TORCH_CHECK(false, "domino: ", label(), ": rank ", rank,
+                  " did not name its GPU within the "
+                  "timeout for a CUDA send/recv with it (",
+                  e.what(), ")");
+    }
+    const std::vector<uint8_t> value = store_->get(key);
+    return std::string(value.begin(), value.end());
+  };
+  DevicePathChoice choice;
+  try {
+    choice = choose_device_path({{rank_, identity(rank_)}, {peer, identity(peer)}},
+                                device_plugin_ != nullptr, settings_.gpu_transport);
+  } catch (const std::invalid_argument& e) {
+    TORCH_CHECK(false, "domino: ", label(), ": CUDA send/recv with rank ", peer, ": ", e.what());
+  }
+  pair_staged_[peer] = !choice.nccl;
+  return !choice.nccl;
+}
+
+ProcessGroupDomino::DevicePath ProcessGroupDomino::decide_device_path(c10::Device device) {
+  const DevicePath known = device_path_.load();
+  if (known != DevicePath::kUndecided) return known;
+  publish_gpu_identity(device);
+  std::lock_guard<std::mutex> lock(device_path_mutex_);
+  if (device_path_.load() != DevicePath::kUndecided) return device_path_.load();
+  const std::string prefix = kGpuIdentityPrefix;
+  std::vector<std::string> keys;
+  for (int r = 0; r < size_; ++r) keys.push_back(prefix + std::to_string(r));
+  try {
+    store_->wait(keys, options_->timeout);
+  } catch (const std::exception& e) {
+    TORCH_CHECK(false, "domino: ", label(),
+                ": the first CUDA collective waits for every rank to "
+                "name its GPU, and not all did within the timeout (",
+                e.what(), "); every rank must issue the same collectives");
+  }
+  std::vector<std::pair<int, std::string>> gpus;
+  for (int r = 0; r < size_; ++r) {
+    const std::vector<uint8_t> value = store_->get(keys[static_cast<size_t>(r)]);
+    gpus.emplace_back(r, std::string(value.begin(), value.end()));
+  }
+  DevicePathChoice choice;
+  try {
+    choice = choose_device_path(gpus, device_plugin_ != nullptr, settings_.gpu_transport);
+  } catch (const std::invalid_argument& e) {
+    TORCH_CHECK(false, "domino: ", label(), ": ", e.what());
+  }
+  const bool nccl = choice.nccl;
+  device_path_ = nccl ? DevicePath::kNccl : DevicePath::kStaged;
+  const std::string& why = choice.why;
+  if (nccl) {
+    log_line(LogLevel::kInfo, rank_, label() + ": CUDA tensors go through NCCL");
+  } else {
+    log_line(rank_ == 0 ? LogLevel::kWarn : LogLevel::kInfo, rank_,
+             label() + ": CUDA tensors are staged through host memory over " + plugin_->name +
+                 (layout_.single_host() ? "" : std::string("/") + inter_plugin_->name) +
+                 ", because " + why);
+  }
+  return device_path_.load();
+}
+
+RoutedComm& ProcessGroupDomino::device_communicator(int lane, c10::Device device,
+                                                    const c10::Stream& stream) {
+  DeviceComm* slot;
+  {
+    std::lock_guard<std::mutex> lock(device_mutex_);
+    for (const auto& [key, made] : device_comms_) {
+      // The rendezvous of a lane's communicators is per lane: one device per lane and rank.
+      TORCH_CHECK(key.first != lane || key.second == device.index(), "domino: ", label(),
+                  ": CUDA collectives on the ", priority_name(static_cast<Priority>(lane)),
+                  " lane used cuda:", key.second, " and now ", device,
+                  "; a rank uses one GPU per group (call torch.cuda.set_device and keep its "
+                  "tensors there)");
+    }
+    slot = &device_comms_[{lane, device.index()}];  // map nodes stay put; one lane per slot
+  }
+  if (slot->comm) return *slot->comm;
+  const Priority priority = static_cast<Priority>(lane);
+  // NCCL sees the hierarchy itself, so flat unless the user forced a hierarchical plan.
+  topology::RouterOptions options = router_->options();
+  const auto forced = options.forced_plan;
+  if (!forced ||
+      (*forced != topology::PlanKind::kHierarchical && *forced != topology::PlanKind::kLeader)) {
+    options.forced_plan =
+        layout_.single_host() ? topology::PlanKind::kFlatIntra : topology::PlanKind::kFlatInter;
+  }
+  slot->router = std::make_unique<topology::Router>(layout_, router_->costs(), options);
+  void* native = device_runtime_->native_handle(stream);
+  Communicator* root = nullptr;
+  std::vector<Communicator*> made_here;
+  auto make = [&](const RoutedComm::Spec& spec) -> std::unique_ptr<Communicator> {
+    const std::string part = spec.name.empty() ? "flat" : spec.name;
+    slot->bootstraps.push_back(std::make_unique<StoreBootstrap>(
+        store_, std::string("domino/cuda/") + priority_name(priority) + "/" + part + "/"));
+    const std::string name =
+        group_name_ + "/cuda/" + part +
+        (priority == Priority::kNormal ? "" : std::string(":") + priority_name(priority));
+    std::vector<int64_t> members;
+    domino_comm_config_t config =
+        comm_config(spec.members, name, *slot->bootstraps.back(), &members);
+    config.device = device.index();
+    config.stream = native;
+    // Topology levels split from the group's communicator where every rank takes part in the
+    // same splits (uniform layouts); otherwise each gets its own rendezvous.
+    const bool local = spec.name.rfind("local", 0) == 0;
+    const bool rail = spec.name.rfind("rail", 0) == 0;
+    if (root != nullptr && (local || rail) && layout_.uniform &&
+        device_plugin_->comm_split != nullptr) {
+      const int color = local ? layout_.host_of_rank[static_cast<size_t>(rank_)]
+                              : layout_.local_rank[static_cast<size_t>(rank_)];
+      auto part_comm = root->split(color, rank_, config);
+      made_here.push_back(part_comm.get());
+      return part_comm;
+    }
+    auto made = std::make_unique<Communicator>(device_plugin_, config);
+    if (root == nullptr) root = made.get();
+    made_here.push_back(made.get());
+    return made;
+  };
+  slot->comm =
+      std::make_unique<RoutedComm>(*slot->router, rank_, make, std::make_shared<DeviceMemory>());
+  // Only now: had the set-up failed half-way, the communicators made so far would be gone.
+  for (Communicator* comm : made_here) track(comm);
+  return *slot->comm;
+}
+
+Communicator& ProcessGroupDomino::peer_communicator(int peer, bool sending, c10::Device device,
+                                                    const c10::Stream& stream,
+                                                    std::unique_lock<std::mutex>* hold) {
+  PeerComm* slot;
+  {
+    std::lock_guard<std::mutex> lock(peer_mutex_);
+    slot = &peer_comms_[{peer, sending}];  // map nodes stay put
+  }
+  // One lock per direction, held through set-up and the call: set-up with one peer, or in one
+  // direction, must not wait for another (both ranks sending first would deadlock).
+  *hold = std::unique_lock<std::mutex>(slot->mutex);
+  if (slot->comm) {
+    TORCH_CHECK(slot->device == device.index(), "domino: ", label(), ": CUDA ",
+                sending ? "sends to" : "receives from", " rank ", peer, " used cuda:", slot->device,
+                " and now ", device, "; use one device per peer and direction");
+    return *slot->comm;
+  }
+  const int from = sending ? rank_ : peer, to = sending ? peer : rank_;
+  const std::string direction = std::to_string(from) + "to" + std::to_string(to);
+  slot->bootstrap = std::make_unique<StoreBootstrap>(store_, "domino/cuda/p2p/" + direction + "/");
+  const std::string name = group_name_ + "/cuda/p2p/" + direction;
+  std::vector<int64_t> members;
+  domino_comm_config_t config =
+      comm_config({std::min(from, to), std::max(from, to)}, name, *slot->bootstrap, &members);
+  config.device = device.index();
+  {
+    std::lock_guard<std::mutex> lock(device_mutex_);
+    config.stream = device_runtime_->native_handle(stream);
+  }
+  slot->comm = std::make_unique<Communicator>(device_plugin_, config);
+  slot->device = device.index();
+  track(slot->comm.get());
+  return *slot->comm;
+}
+
+}  // namespace domino
