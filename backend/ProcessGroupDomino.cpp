@@ -1,7 +1,6 @@
 #include "ProcessGroupDomino.h"
 
 #include <c10/core/Event.h>
-#include <c10/core/StreamGuard.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <c10/util/Exception.h>
 #include <sched.h>
@@ -435,18 +434,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
   ++sequence_;
   std::atomic<int>* pending =
       route == Route::kCollective ? &pending_[static_cast<size_t>(lane_index)] : nullptr;
-  std::function<void()> job;
-  if (!device) {
-    job = [this, work, body = std::move(body), lane_index, pending] {
-      try {
-        body(*work, communicator(lane_index));
-        work->complete();
-      } catch (const std::exception& e) {
-        work->fail(job_error(e));
-      }
-      if (pending != nullptr) pending->fetch_sub(1);
-    };
-  } else {
+  std::optional<DeviceIssue> on_device;
+  if (device) {
     work->set_device(*device, settings_.blocking_wait, options_->timeout, device_health_);
     // What the caller has queued so far on its stream must land before the transfer reads it.
     auto ready = std::make_shared<c10::Event>(device->type());
@@ -456,51 +445,22 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
     const int stream_lane = route == Route::kCollective ? lane_index
                             : peer < 0                  ? kPeerLane + 2 * size_
                                        : kPeerLane + 2 * peer + (route == Route::kRecv);
-    job = [this, work, body = std::move(body), lane_index, pending, device = *device, ready,
-           stream_lane, host_only, route, peer] {
-      try {
-        const std::string failed = device_health_->failure();
-        TORCH_CHECK(failed.empty(), failed);
-        const c10::Stream stream = comm_stream(stream_lane, device);
-        ready->block(stream);
-        publish_gpu_identity(device);  // whatever this op is, peers deciding may wait for it
-        const bool staged = host_only || (route == Route::kCollective
-                                              ? decide_device_path(device) == DevicePath::kStaged
-                                              : pair_staged(peer, device));
-        const DeviceSession session{stream, staged};
-        DeviceSessionScope in_session(&session);
-        c10::StreamGuard on_comm_stream(stream);
-        // Sends and receives over NCCL use pair communicators (their bodies ask for them).
-        RoutedComm& comm = staged || route != Route::kCollective
-                               ? communicator(lane_index)
-                               : device_communicator(lane_index, device, stream);
-        body(*work, comm);
-        auto done = std::make_shared<c10::Event>(device.type());
-        done->record(stream);
-        if (!staged) {
-          std::lock_guard<std::mutex> lock(device_mutex_);
-          if (!watchdog_) {
-            watchdog_ = std::make_unique<DeviceWatchdog>(
-                options_->timeout,
-                [this](const std::string& what) { abort_device_communicators(what); });
-          }
-          // The watchdog's thread makes the event's device current first, so that it never
-          // creates a context on device 0 of a rank that uses another GPU.
-          watchdog_->watch(
-              [done, device] {
-                c10::impl::VirtualGuardImpl(device.type()).setDevice(device);
-                return done->query();
-              },
-              std::string(c10d::opTypeToString(work->retrieveOpType())));
-        }
-        work->set_device_done(std::move(done));
-        work->complete();
-      } catch (const std::exception& e) {
-        work->fail(job_error(e));
-      }
-      if (pending != nullptr) pending->fetch_sub(1);
-    };
+    on_device = DeviceIssue{*device, std::move(ready), stream_lane, host_only, route, peer};
   }
+  auto job = [this, work, body = std::move(body), lane_index, pending,
+              on_device = std::move(on_device)] {
+    try {
+      if (on_device) {
+        run_on_device(*work, body, lane_index, *on_device);  // completes it on its comm stream
+      } else {
+        body(*work, communicator(lane_index));
+        work->complete();
+      }
+    } catch (const std::exception& e) {
+      work->fail(job_error(e));
+    }
+    if (pending != nullptr) pending->fetch_sub(1);
+  };
   if (pending != nullptr) {
     pending->fetch_add(1);
     issued_[static_cast<size_t>(lane_index)].fetch_add(1, std::memory_order_relaxed);

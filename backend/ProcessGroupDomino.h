@@ -6,6 +6,7 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include <c10/core/Device.h>
+#include <c10/core/Event.h>
 #include <c10/core/Stream.h>
 
 #include <array>
@@ -181,6 +182,21 @@ class ProcessGroupDomino : public c10d::Backend {
   // Rank 0's plan settings and costs, which every rank adopts so that all plan alike.
   topology::Router agree_on_routing(const std::string& host_list);
   bool higher_priority_pending(int lane) const;
+  // A CUDA op's issue-time facts, for its job on the lane.
+  struct DeviceIssue {
+    c10::Device device;
+    std::shared_ptr<c10::Event> ready;  // recorded on the caller's stream at issue
+    int stream_lane;                    // which comm stream (see kPeerLane)
+    bool host_only;
+    Route route;
+    int peer;
+  };
+  // The body of a CUDA op, on its lane: on the comm stream, over NCCL or staged, then an end
+  // event for the work and the watchdog; completes the work.
+  void run_on_device(Work& work, const std::function<void(Work&, RoutedComm&)>& body, int lane,
+                     const DeviceIssue& issue);
+  // Hands done (NCCL work's end event) to the watchdog, made on first use.
+  void watch(const std::shared_ptr<c10::Event>& done, c10::Device device, c10d::OpType type);
   // NCCL or staged, decided once for the group at its first CUDA collective: every rank
   // publishes its host and GPU, and ranks sharing a GPU make the whole group stage.
   DevicePath decide_device_path(c10::Device device);

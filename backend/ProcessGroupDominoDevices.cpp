@@ -1,6 +1,8 @@
 // The CUDA side of ProcessGroupDomino: which path a group's CUDA tensors take, the comm streams
 // of its lanes, its NCCL communicators (per lane, per send/recv direction) and what the watchdog
 // does when enqueued work never finishes. Ops themselves are issued in ProcessGroupDomino.cpp.
+#include <c10/core/Event.h>
+#include <c10/core/StreamGuard.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <c10/util/Exception.h>
 
@@ -11,12 +13,58 @@
 #include "PriorityGuard.h"
 #include "ProcessGroupDomino.h"
 #include "StoreBootstrap.h"
+#include "TensorBuffer.h"
+#include "Work.h"
 #include "config/Log.h"
 #include "engine/DevicePath.h"
+#include "engine/DeviceWatchdog.h"
 #include "engine/RoutedComm.h"
 #include "plugins/registry/Communicator.h"
 
 namespace domino {
+
+void ProcessGroupDomino::run_on_device(Work& work,
+                                       const std::function<void(Work&, RoutedComm&)>& body,
+                                       int lane, const DeviceIssue& issue) {
+  TORCH_CHECK(device_health_->ok(), device_health_->failure());
+  const c10::Device device = issue.device;
+  const c10::Stream stream = comm_stream(issue.stream_lane, device);
+  issue.ready->block(stream);
+  publish_gpu_identity(device);  // whatever this op is, peers deciding may wait for it
+  const bool staged = issue.host_only || (issue.route == Route::kCollective
+                                              ? decide_device_path(device) == DevicePath::kStaged
+                                              : pair_staged(issue.peer, device));
+  const DeviceSession session{stream, staged};
+  DeviceSessionScope in_session(&session);
+  c10::StreamGuard on_comm_stream(stream);
+  // Sends and receives over NCCL use pair communicators (their bodies ask for them).
+  RoutedComm& comm = staged || issue.route != Route::kCollective
+                         ? communicator(lane)
+                         : device_communicator(lane, device, stream);
+  body(work, comm);
+  auto done = std::make_shared<c10::Event>(device.type());
+  done->record(stream);
+  if (!staged) watch(done, device, work.retrieveOpType());
+  work.set_device_done(std::move(done));
+  work.complete();  // with the comm stream current: the future's events go there
+}
+
+void ProcessGroupDomino::watch(const std::shared_ptr<c10::Event>& done, c10::Device device,
+                               c10d::OpType type) {
+  std::lock_guard<std::mutex> lock(device_mutex_);
+  if (!watchdog_) {
+    watchdog_ = std::make_unique<DeviceWatchdog>(
+        options_->timeout, [this](const std::string& what) { abort_device_communicators(what); });
+  }
+  // The watchdog's thread makes the event's device current first, so that it never creates a
+  // context on device 0 of a rank that uses another GPU.
+  watchdog_->watch(
+      [done, device] {
+        c10::impl::VirtualGuardImpl(device.type()).setDevice(device);
+        return done->query();
+      },
+      c10d::opTypeToString(type));
+}
 
 void ProcessGroupDomino::track(Communicator* comm) {
   std::lock_guard<std::mutex> lock(device_mutex_);

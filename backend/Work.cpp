@@ -121,9 +121,7 @@ void Work::wait_on_device(std::chrono::milliseconds timeout) {
 
 void Work::raise_if_aborted() const {
   // Aborted communicators end their kernels early: the event completes, the data is not right.
-  if (!health_) return;
-  const std::string failure = health_->failure();
-  if (!failure.empty()) C10_THROW_ERROR(DistBackendError, failure);
+  if (health_ && !health_->ok()) C10_THROW_ERROR(DistBackendError, health_->failure());
 }
 
 std::vector<at::Tensor> Work::result() {

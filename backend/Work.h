@@ -23,7 +23,10 @@ class DeviceHealth {
   void fail(std::string why) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (failure_.empty()) failure_ = std::move(why);
+    failed_ = true;
   }
+  // Checked by every CUDA op: a flag, not a locked string copy.
+  bool ok() const { return !failed_.load(); }
   std::string failure() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return failure_;
@@ -32,6 +35,7 @@ class DeviceHealth {
  private:
   mutable std::mutex mutex_;
   std::string failure_;
+  std::atomic<bool> failed_{false};
 };
 
 class Work : public c10d::Work {
