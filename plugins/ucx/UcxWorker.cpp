@@ -1,9 +1,12 @@
 #include "UcxWorker.h"
 
+#include <poll.h>
 #include <sys/prctl.h>
 #include <time.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <thread>
 
 #include "../common/TransportError.h"
@@ -16,6 +19,18 @@ namespace {
                        std::string("UCX ") + call + " failed: " + ucs_status_string(status) +
                            ". Check UCX_TLS and UCX_NET_DEVICES (ucx_info -d lists what this "
                            "host offers).");
+}
+
+// Over TCP, a rendezvous handshake (the default above a few KiB) waits behind the bulk data queued
+// on the link and needs the receiving rank's thread to wake mid-compute, so overlapped reductions
+// stall (bench/overlap: 10% of the communication hidden instead of 70%). Eager messages just
+// stream, as Gloo's do; the cap bounds what UCX buffers for a receive not yet posted.
+constexpr const char* kTcpEagerLimit = "64M";
+
+bool host_has_rdma_device() {
+  std::error_code error;
+  const std::filesystem::path devices("/sys/class/infiniband");
+  return std::filesystem::exists(devices, error) && !std::filesystem::is_empty(devices, error);
 }
 
 void sleep_for_microseconds(long us) {
@@ -39,9 +54,14 @@ UcxWorker::UcxWorker() {
   ucp_config_t* config = nullptr;
   ucs_status_t status = ucp_config_read(nullptr, nullptr, &config);
   if (status != UCS_OK) fail("ucp_config_read", status);
+  // The user's UCX_RNDV_THRESH wins; without RDMA devices every inter-host byte goes over TCP.
+  if (std::getenv("UCX_RNDV_THRESH") == nullptr && !host_has_rdma_device()) {
+    // A UCX that refuses the value keeps its own threshold: slower overlap, nothing wrong.
+    (void)ucp_config_modify(config, "RNDV_THRESH", kTcpEagerLimit);
+  }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES;
-  params.features = UCP_FEATURE_TAG;
+  params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
   status = ucp_init(&params, config, &context_);
   ucp_config_release(config);
   if (status != UCS_OK) fail("ucp_init", status);
@@ -58,6 +78,7 @@ UcxWorker::UcxWorker() {
   if (status != UCS_OK) fail("ucp_worker_get_address", status);
   address_.assign(reinterpret_cast<const char*>(address), length);
   ucp_worker_release_address(worker_, address);
+  if (ucp_worker_get_efd(worker_, &event_fd_) != UCS_OK) event_fd_ = -1;
 }
 
 ucp_ep_h UcxWorker::endpoint(const std::string& peer_address, ucs_status_t* status_out) {
@@ -154,8 +175,9 @@ Transfer UcxWorker::post_receive(int peer, ucp_tag_t tag, ucp_tag_t mask, void* 
 }
 
 bool UcxWorker::poll(std::vector<Transfer>& transfers) {
-  while (ucp_worker_progress(worker_) != 0) {
-  }
+  unsigned progressed = 0;
+  for (unsigned n; (n = ucp_worker_progress(worker_)) != 0;) progressed += n;
+  if (progressed != 0 && sleepers_.load() > 0) ucp_worker_signal(worker_);
   bool all_done = true;
   for (Transfer& t : transfers) {
     if (t.request == nullptr) continue;
@@ -175,26 +197,60 @@ bool UcxWorker::poll(std::vector<Transfer>& transfers) {
   return all_done;
 }
 
+bool UcxWorker::arm_for_sleep() {
+  const ucs_status_t status = ucp_worker_arm(worker_);
+  if (status == UCS_OK) {
+    sleepers_.fetch_add(1);
+    return true;
+  }
+  if (status != UCS_ERR_BUSY) event_fd_ = -1;  // wake-up does not work here: short sleeps
+  return false;
+}
+
 std::vector<size_t> UcxWorker::wait(std::vector<Transfer>& transfers,
                                     std::chrono::steady_clock::time_point deadline) {
-  // Spin briefly (small messages complete within microseconds), then back off so that ranks
-  // sharing few cores leave them to whoever has work. A failed transfer ends the wait at once:
-  // its partners would otherwise sit out the whole timeout.
+  // Spin briefly (small messages complete within microseconds), then sleep until the network
+  // has news, so that ranks sharing few cores leave them to whoever has work. A failed transfer
+  // ends the wait at once: its partners would otherwise sit out the whole timeout.
+  constexpr int kSpinRounds = 64;
+  // Bounds each sleep in case an event reaches no descriptor (and for the deadline).
+  constexpr auto kLongestSleep = std::chrono::milliseconds(10);
   bool failed = false;
   for (int round = 0;; round = std::min(round + 1, 1 << 20)) {
+    bool armed = false, events_pending = false;
+    int sleep_on = -1;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (poll(transfers)) return {};
       for (const Transfer& t : transfers)
         failed = failed || (t.request == nullptr && t.status != UCS_OK);
+      if (!failed && round >= kSpinRounds && event_fd_ >= 0) {
+        armed = arm_for_sleep();
+        events_pending = !armed && event_fd_ >= 0;  // they came in since the progress above
+        if (armed) sleep_on = event_fd_;
+      }
     }
     if (failed) break;
-    if (round < 64) {
+    if (round < kSpinRounds) {
       std::this_thread::yield();
       continue;
     }
-    if (std::chrono::steady_clock::now() >= deadline) break;
-    sleep_for_microseconds(round < 1024 ? 5 : 50);
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) {
+      if (armed) sleepers_.fetch_sub(1);
+      break;
+    }
+    if (events_pending) continue;
+    if (armed) {
+      const auto nap = std::min<std::chrono::nanoseconds>(deadline - now, kLongestSleep);
+      const timespec limit{static_cast<time_t>(nap.count() / 1000000000),
+                           static_cast<long>(nap.count() % 1000000000)};
+      pollfd descriptor{sleep_on, POLLIN, 0};
+      ppoll(&descriptor, 1, &limit, nullptr);
+      sleepers_.fetch_sub(1);
+    } else {
+      sleep_for_microseconds(round < 1024 ? 5 : 50);
+    }
   }
   std::vector<size_t> late;
   std::lock_guard<std::mutex> lock(mutex_);

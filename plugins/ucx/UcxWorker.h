@@ -1,11 +1,14 @@
 // The process's one UCX context and worker (UCP tag API), shared by every communicator of every
 // group and lane: UCX wants one worker per process, and an endpoint to a peer serves every group
 // that peer is in. UCP runs in serialized mode under one mutex; waiting threads take turns
-// progressing it, so no thread of ours ever sits inside UCX for long.
+// progressing it, so no thread of ours ever sits inside UCX for long. A waiter that finds nothing
+// to do sleeps on the worker's event descriptor (UCX wake-up), so ranks waiting on the network
+// leave the cores to compute and to the ranks that share them.
 #pragma once
 
 #include <ucp/api/ucp.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -58,11 +61,19 @@ class UcxWorker {
   ucp_ep_h endpoint(const std::string& peer_address, ucs_status_t* status);
   void drop_endpoint(const std::string& peer_address);  // under mutex_
   bool poll(std::vector<Transfer>& transfers);          // under mutex_; true when all done
+  // Under mutex_, after poll: true when the worker is armed and the caller may sleep on
+  // event_fd_ (counted in sleepers_ until it wakes); false when events are already pending, or
+  // when wake-up failed (event_fd_ is then -1 for good).
+  bool arm_for_sleep();
 
   std::mutex mutex_;
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   std::string address_;
+  int event_fd_ = -1;  // -1: UCX offers no wake-up here, waiters poll with short sleeps
+  // Threads asleep on event_fd_: one that progresses the worker for them wakes them, since the
+  // completions it handled will not signal the descriptor again.
+  std::atomic<int> sleepers_{0};
   std::map<std::string, ucp_ep_h> endpoints_;
   std::map<uint64_t, int> ids_;
 };
