@@ -3,9 +3,9 @@ Domino for each split, and a no-communication bound (same compute, all-reduces r
 
 The two ranks sit on two simulated hosts: network namespaces joined by a veth pair whose link
 is shaped with tc (token bucket), so that naive TP spends 30-50% of its step communicating; the
-rate is calibrated to land there. The group is gloo over TCP across the link, one gloo thread so
-reductions leave in issue order, or with --backend domino the domino backend (UCX over TCP on
-the link; the layers' reductions take its high lane). Without
+rate is calibrated to land there. The group is the domino backend (UCX over TCP on the link; the
+layers' reductions take its high lane), or with --backend gloo gloo over TCP with one gloo thread
+so reductions leave in issue order. Without
 namespaces (not root, no `ip`/`tc`), it says so and runs both ranks on this host over loopback.
 The "no-comm" rows are the Domino schedules with the reductions removed: the cost of cutting
 the batch and the weights, without communication.
@@ -124,7 +124,7 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--mbit", type=float, default=0, help="link rate; 0 calibrates")
     parser.add_argument("--gloo-threads", type=int, default=1)
-    parser.add_argument("--backend", choices=["gloo", "domino"], default="gloo")
+    parser.add_argument("--backend", choices=["domino", "gloo"], default="domino")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "overlap"))
     args = parser.parse_args()
     if args.worker:
