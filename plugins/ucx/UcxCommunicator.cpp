@@ -21,6 +21,44 @@ constexpr ucp_tag_t kCollective = 0;
 constexpr ucp_tag_t kPointToPoint = 1;
 constexpr ucp_tag_t kSourceMask = ((ucp_tag_t{1} << kSourceBits) - 1) << kUserTagBits;
 constexpr ucp_tag_t kFullMask = ~ucp_tag_t{0};
+// Collectives use the user-tag bits for the call's signature; receives match any signature and
+// compare it afterwards, so a disagreement is reported instead of left to the timeout.
+constexpr ucp_tag_t kSignatureMask = (ucp_tag_t{1} << kUserTagBits) - 1;
+constexpr ucp_tag_t kCollectiveReceiveMask = kFullMask & ~kSignatureMask;
+
+// Signature: op (4 bits) | dtype (6) | reduction (4) | root modulo 1024 (10).
+constexpr const char* kCollectiveNames[] = {"",          "barrier",   "allreduce",      "reduce",
+                                            "broadcast", "allgather", "reduce_scatter", "gather",
+                                            "scatter",   "alltoall"};
+
+int collective_index(const char* op) {
+  for (size_t i = 1; i < std::size(kCollectiveNames); ++i) {
+    if (std::strcmp(kCollectiveNames[i], op) == 0) return static_cast<int>(i);
+  }
+  return 0;
+}
+
+ucp_tag_t encode_signature(int op, int dtype, int redop, int root) {
+  return (static_cast<ucp_tag_t>(op & 0xf) << 20) | (static_cast<ucp_tag_t>(dtype & 0x3f) << 14) |
+         (static_cast<ucp_tag_t>(redop & 0xf) << 10) | static_cast<ucp_tag_t>(root & 0x3ff);
+}
+
+std::string describe_signature(ucp_tag_t signature) {
+  const size_t op = (signature >> 20) & 0xf;
+  const auto dtype = static_cast<domino_dtype_t>((signature >> 14) & 0x3f);
+  const auto redop = static_cast<domino_redop_t>((signature >> 10) & 0xf);
+  const int root = static_cast<int>(signature & 0x3ff);
+  const std::string name = op < std::size(kCollectiveNames) ? kCollectiveNames[op] : "?";
+  if (name == "barrier") return "a barrier";
+  std::string text = (name[0] == 'a' ? "an " : "a ") + name + " of " + dtype_name(dtype);
+  if (name == "allreduce" || name == "reduce" || name == "reduce_scatter") {
+    text += std::string(" (") + redop_name(redop) + ")";
+  }
+  if (name == "reduce" || name == "broadcast" || name == "gather" || name == "scatter") {
+    text += " with root " + std::to_string(root) + " (modulo 1024)";
+  }
+  return text;
+}
 constexpr size_t kDefaultSmallMessageBytes = 64 * 1024;
 constexpr size_t kAddressCapacity = 64 * 1024;
 
@@ -129,9 +167,17 @@ UcxCommunicator::Call UcxCommunicator::start(const char* op, const char* algorit
   return Call{op, algorithm, std::chrono::steady_clock::now() + timeout_};
 }
 
-ucp_tag_t UcxCommunicator::collective_tag(int source) const {
+UcxCommunicator::Call UcxCommunicator::start_collective(const char* op, const char* algorithm,
+                                                        domino_dtype_t dtype, int redop,
+                                                        int root) const {
+  Call call = start(op, algorithm);
+  call.signature = encode_signature(collective_index(op), dtype, redop, root);
+  return call;
+}
+
+ucp_tag_t UcxCommunicator::collective_tag(int source, const Call& call) const {
   return (comm_id_ << kCommShift) | (kCollective << kKindShift) |
-         (static_cast<ucp_tag_t>(source) << kUserTagBits);
+         (static_cast<ucp_tag_t>(source) << kUserTagBits) | call.signature;
 }
 
 Transfer UcxCommunicator::post_send(int peer, ucp_tag_t tag, const void* data, size_t bytes) {
@@ -177,6 +223,21 @@ void UcxCommunicator::finish(const Call& call, std::vector<Transfer>& transfers)
                              ". Check those ranks' logs; raise the group timeout if they are "
                              "just slow.");
   }
+  for (const Transfer& t : transfers) {
+    if (!t.is_receive || call.signature == 0) continue;
+    if (t.status != UCS_OK && t.status != UCS_ERR_MESSAGE_TRUNCATED) continue;
+    const ucp_tag_t theirs = t.sender_tag & kSignatureMask;
+    if (theirs == call.signature || theirs == 0) continue;  // 0: UCX gave no tag
+    // Broken, not recoverable: partners may have more messages of their op in flight.
+    throw TransportError(DOMINO_ERR_PEER,
+                         where + ": rank " + describe_ranks({t.peer}) + " sent its part of " +
+                             describe_signature(theirs) + " where this rank runs " +
+                             describe_signature(call.signature) +
+                             ": the ranks disagree on the collective, its dtype, its reduction "
+                             "or its root. Every rank must issue the same collectives in the "
+                             "same order with the same dtype, op and root; this group cannot "
+                             "continue.");
+  }
   // The transfer that failed first explains the rest, which were cancelled because of it.
   std::stable_partition(transfers.begin(), transfers.end(),
                         [](const Transfer& t) { return t.status != UCS_ERR_CANCELED; });
@@ -206,9 +267,10 @@ void UcxCommunicator::exchange(const Call& call, int to, const void* out, size_t
                                int from, void* in, size_t in_bytes) {
   std::vector<Transfer> transfers;
   if (from >= 0) {
-    transfers.push_back(post_receive(from, collective_tag(from), kFullMask, in, in_bytes));
+    transfers.push_back(
+        post_receive(from, collective_tag(from, call), kCollectiveReceiveMask, in, in_bytes));
   }
-  if (to >= 0) transfers.push_back(post_send(to, collective_tag(rank_), out, out_bytes));
+  if (to >= 0) transfers.push_back(post_send(to, collective_tag(rank_, call), out, out_bytes));
   finish(call, transfers);
 }
 
@@ -338,7 +400,8 @@ void UcxCommunicator::allreduce(const domino_buffer_t& send, const domino_buffer
       algorithm_ != AllreduceAlgorithm::kAuto
           ? algorithm_
           : auto_allreduce_algorithm(bytes, size_, small_message_bytes_);
-  const Call call = start("allreduce", allreduce_algorithm_name(algorithm));
+  const Call call =
+      start_collective("allreduce", allreduce_algorithm_name(algorithm), recv.dtype, op);
   char* data = static_cast<char*>(recv.ptr);
   switch (algorithm) {
     case AllreduceAlgorithm::kRing:
@@ -356,7 +419,7 @@ void UcxCommunicator::allreduce(const domino_buffer_t& send, const domino_buffer
 
 void UcxCommunicator::reduce_scatter(const domino_buffer_t& send, const domino_buffer_t& recv,
                                      domino_redop_t op) {
-  const Call call = start("reduce_scatter", "ring");
+  const Call call = start_collective("reduce_scatter", "ring", recv.dtype, op);
   const size_t element = dtype_size(recv.dtype);
   const size_t block_bytes = recv.count * element;
   std::vector<char> work(static_cast<const char*>(send.ptr),
@@ -377,7 +440,7 @@ void UcxCommunicator::reduce_scatter(const domino_buffer_t& send, const domino_b
 }
 
 void UcxCommunicator::allgather(const domino_buffer_t& send, const domino_buffer_t& recv) {
-  const Call call = start("allgather", "ring");
+  const Call call = start_collective("allgather", "ring", send.dtype);
   const size_t block_bytes = send.count * dtype_size(send.dtype);
   char* out = static_cast<char*>(recv.ptr);
   if (block_bytes > 0 && out + static_cast<size_t>(rank_) * block_bytes != send.ptr) {
@@ -392,7 +455,7 @@ void UcxCommunicator::allgather(const domino_buffer_t& send, const domino_buffer
 }
 
 void UcxCommunicator::broadcast(const domino_buffer_t& buffer, int root) {
-  const Call call = start("broadcast", "binomial tree");
+  const Call call = start_collective("broadcast", "binomial tree", buffer.dtype, 0, root);
   const size_t bytes = buffer.count * dtype_size(buffer.dtype);
   const int me = (rank_ - root + size_) % size_;
   auto real = [&](int virtual_rank) { return (virtual_rank + root) % size_; };
@@ -410,7 +473,7 @@ void UcxCommunicator::broadcast(const domino_buffer_t& buffer, int root) {
 
 void UcxCommunicator::reduce(const domino_buffer_t& send, const domino_buffer_t& recv,
                              domino_redop_t op, int root) {
-  const Call call = start("reduce", "binomial tree");
+  const Call call = start_collective("reduce", "binomial tree", send.dtype, op, root);
   const size_t count = send.count;
   const size_t bytes = count * dtype_size(send.dtype);
   std::vector<char> acc(static_cast<const char*>(send.ptr),
@@ -433,18 +496,18 @@ void UcxCommunicator::reduce(const domino_buffer_t& send, const domino_buffer_t&
 }
 
 void UcxCommunicator::gather(const domino_buffer_t& send, const domino_buffer_t& recv, int root) {
-  const Call call = start("gather", "direct");
+  const Call call = start_collective("gather", "direct", send.dtype, 0, root);
   const size_t bytes = send.count * dtype_size(send.dtype);
   std::vector<Transfer> transfers;
   if (rank_ != root) {
-    transfers.push_back(post_send(root, collective_tag(rank_), send.ptr, bytes));
+    transfers.push_back(post_send(root, collective_tag(rank_, call), send.ptr, bytes));
   } else {
     char* out = static_cast<char*>(recv.ptr);
     for (int r = 0; r < size_; ++r) {
       if (r == rank_) {
         if (bytes > 0) std::memcpy(out + static_cast<size_t>(r) * bytes, send.ptr, bytes);
       } else {
-        transfers.push_back(post_receive(r, collective_tag(r), kFullMask,
+        transfers.push_back(post_receive(r, collective_tag(r, call), kCollectiveReceiveMask,
                                          out + static_cast<size_t>(r) * bytes, bytes));
       }
     }
@@ -453,11 +516,12 @@ void UcxCommunicator::gather(const domino_buffer_t& send, const domino_buffer_t&
 }
 
 void UcxCommunicator::scatter(const domino_buffer_t& send, const domino_buffer_t& recv, int root) {
-  const Call call = start("scatter", "direct");
+  const Call call = start_collective("scatter", "direct", recv.dtype, 0, root);
   const size_t bytes = recv.count * dtype_size(recv.dtype);
   std::vector<Transfer> transfers;
   if (rank_ != root) {
-    transfers.push_back(post_receive(root, collective_tag(root), kFullMask, recv.ptr, bytes));
+    transfers.push_back(
+        post_receive(root, collective_tag(root, call), kCollectiveReceiveMask, recv.ptr, bytes));
   } else {
     const char* in = static_cast<const char*>(send.ptr);
     for (int r = 0; r < size_; ++r) {
@@ -465,7 +529,7 @@ void UcxCommunicator::scatter(const domino_buffer_t& send, const domino_buffer_t
         if (bytes > 0) std::memcpy(recv.ptr, in + static_cast<size_t>(r) * bytes, bytes);
       } else {
         transfers.push_back(
-            post_send(r, collective_tag(rank_), in + static_cast<size_t>(r) * bytes, bytes));
+            post_send(r, collective_tag(rank_, call), in + static_cast<size_t>(r) * bytes, bytes));
       }
     }
   }
@@ -475,7 +539,7 @@ void UcxCommunicator::scatter(const domino_buffer_t& send, const domino_buffer_t
 void UcxCommunicator::alltoall(const domino_buffer_t& send, const uint64_t* send_counts,
                                const uint64_t* send_offsets, const domino_buffer_t& recv,
                                const uint64_t* recv_counts, const uint64_t* recv_offsets) {
-  const Call call = start("alltoall", "direct");
+  const Call call = start_collective("alltoall", "direct", send.dtype);
   const size_t element = dtype_size(send.dtype);
   const char* in = static_cast<const char*>(send.ptr);
   char* out = static_cast<char*>(recv.ptr);
@@ -497,20 +561,20 @@ void UcxCommunicator::alltoall(const domino_buffer_t& send, const uint64_t* send
       }
       continue;
     }
-    transfers.push_back(post_receive(r, collective_tag(r), kFullMask,
+    transfers.push_back(post_receive(r, collective_tag(r, call), kCollectiveReceiveMask,
                                      out + recv_offsets[i] * element, recv_counts[i] * element));
   }
   for (int step = 1; step < size_; ++step) {
     const int r = (rank_ + step) % size_;  // staggered, so ranks do not all hit rank 0 first
     const size_t i = static_cast<size_t>(r);
-    transfers.push_back(post_send(r, collective_tag(rank_), in + send_offsets[i] * element,
+    transfers.push_back(post_send(r, collective_tag(rank_, call), in + send_offsets[i] * element,
                                   send_counts[i] * element));
   }
   finish(call, transfers);
 }
 
 void UcxCommunicator::barrier() {
-  const Call call = start("barrier", "dissemination");
+  const Call call = start_collective("barrier", "dissemination", DOMINO_UINT8);
   for (int distance = 1; distance < size_; distance <<= 1) {
     exchange(call, (rank_ + distance) % size_, nullptr, 0, (rank_ - distance + size_) % size_,
              nullptr, 0);

@@ -56,10 +56,16 @@ class UcxCommunicator {
     const char* op;
     const char* algorithm;
     std::chrono::steady_clock::time_point deadline;
+    // Collectives: what every rank must agree on (the op, dtype, reduction and root), carried in
+    // the tag of each message, so a partner in another collective is told, not silently mixed
+    // in. Zero for point-to-point messages.
+    ucp_tag_t signature = 0;
   };
   Call start(const char* op, const char* algorithm = "") const;
+  Call start_collective(const char* op, const char* algorithm, domino_dtype_t dtype, int redop = 0,
+                        int root = 0) const;
 
-  ucp_tag_t collective_tag(int source) const;
+  ucp_tag_t collective_tag(int source, const Call& call) const;
   // A point-to-point tag; throws for a user tag out of range.
   ucp_tag_t user_tag(const char* op, int source, int32_t tag) const;
   Transfer post_send(int peer, ucp_tag_t tag, const void* data, size_t bytes);

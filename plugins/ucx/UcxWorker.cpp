@@ -187,7 +187,8 @@ bool UcxWorker::poll(std::vector<Transfer>& transfers) {
       continue;
     }
     t.status = status;
-    if (t.is_receive && status == UCS_OK) {
+    // A truncated message was matched too: its tag says what the sender was doing.
+    if (t.is_receive && (status == UCS_OK || status == UCS_ERR_MESSAGE_TRUNCATED)) {
       t.sender_tag = t.info->sender_tag;
       t.received_bytes = t.info->length;
     }

@@ -1,6 +1,7 @@
 // The UCX transport's collectives and point-to-point messages against values computed locally,
 // for every all-reduce algorithm at world sizes including non-powers of two; faults: a rank that
-// never arrives, ranks that disagree on the size.
+// never arrives, ranks that disagree on the size, or on the dtype, op or collective when the sizes
+// agree.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -157,6 +158,48 @@ TEST(UcxFaults, RanksDisagreeingOnTheSizeAreToldAndTheGroupIsBroken) {
       },
       0, "recursive_doubling");
   for (int r = 0; r < 2; ++r) EXPECT_EQ(outcomes[r].message, "") << "rank " << r;
+}
+
+TEST(UcxFaults, RanksDisagreeingOnDtypeOpOrCollectiveAreToldWhenTheSizesAgree) {
+  // Each case: what rank 1 does instead of rank 0's float32 SUM all-reduce of 4 elements, and a
+  // word the message must carry.
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"int32", "int32"}, {"max", "MAX"}, {"broadcast", "broadcast"}};
+  for (const auto& [variant, word] : cases) {
+    testing::UcxGroup group;
+    const auto outcomes = group.run(
+        2, 5000,
+        [variant = variant, word = word](int rank, UcxCommunicator& comm) -> std::string {
+          std::vector<float> floats(4, 1.0f);
+          std::vector<int32_t> ints(4, 1);
+          domino_buffer_t f{floats.data(), floats.size(), DOMINO_FLOAT32, -1};
+          domino_buffer_t i{ints.data(), ints.size(), DOMINO_INT32, -1};
+          try {
+            if (rank == 0 || variant == "max") {
+              comm.allreduce(f, f, rank == 1 ? DOMINO_MAX : DOMINO_SUM);
+            } else if (variant == "int32") {
+              comm.allreduce(i, i, DOMINO_SUM);
+            } else {
+              comm.broadcast(f, 0);
+            }
+            return "no error";
+          } catch (const TransportError& e) {
+            const std::string text = e.what();
+            if (e.status() != DOMINO_ERR_PEER) return "status: " + text;
+            const bool named = text.find("disagree on the collective") != std::string::npos &&
+                               text.find(word) != std::string::npos;
+            return named ? "" : text;
+          }
+        },
+        0, "recursive_doubling");
+    EXPECT_EQ(outcomes[1].message, "") << variant;
+    if (variant == "broadcast") {
+      // Rank 1 receives rank 0's message and is told; rank 0 waits for one that never comes.
+      EXPECT_NE(outcomes[0].message, "no error");
+    } else {
+      EXPECT_EQ(outcomes[0].message, "") << variant;
+    }
+  }
 }
 
 TEST(UcxCollectives, OrderSensitiveMaxGivesEveryRankTheSameBits) {

@@ -1,6 +1,7 @@
 """Groups that span hosts: simulated ones (DOMINO_HOST_ID) in every layout the router plans
-for, real ones (network namespaces joined by a veth pair, UCX over TCP between them), a host
-that dies mid-collective, and an external transport plugin carrying the inter-host traffic."""
+for, real ones (network namespaces joined by a veth pair, UCX over TCP between them), ranks on
+two hosts that disagree on a collective, a host that dies mid-collective, and an external
+transport plugin carrying the inter-host traffic."""
 
 from __future__ import annotations
 
@@ -57,6 +58,19 @@ def test_forced_plans_are_right_too(algo):
         assert value["failures"] == [], f"rank {rank}: {value['failures'][:5]}"
         assert value["plan_16m"] == {"hierarchical": "hierarchical", "leader": "leader",
                                      "flat": "flat_inter"}[algo.split(",")[0]]
+
+
+@pytest.mark.parametrize("kind,needle", [("dtype", "int32"), ("op", "MAX")])
+def test_ranks_on_two_hosts_disagreeing_with_equal_byte_sizes_are_told(kind, needle):
+    # float32 against int32, or SUM against MAX: the bytes match, so only the call's signature,
+    # carried in every UCX message's tag, can tell; no rank may get a silently wrong sum.
+    results = run_ranks(2, "mismatch_across_hosts", kind, rank_env=host_env(["a", "b"]),
+                        group_timeout_s=30, timeout=120)
+    for outcome in assert_all_ok(results):
+        assert outcome["runtime"], outcome
+        assert outcome["seconds"] < 20, outcome
+        assert "disagree on the collective" in outcome["message"], outcome["message"]
+        assert needle in outcome["message"], outcome["message"]
 
 
 def test_a_host_dying_mid_collective_is_reported_by_the_other_host():

@@ -184,6 +184,15 @@ def mismatch(rank: int, world: int, kind: str) -> dict:
     return {**outcome, "after": after.tolist()}
 
 
+def mismatch_across_hosts(rank: int, world: int, kind: str) -> dict:
+    """Ranks on different hosts disagree on the dtype or the op while the byte sizes agree."""
+    if kind == "dtype":
+        t, op = torch.ones(8, dtype=torch.float32 if rank == 0 else torch.int32), dist.ReduceOp.SUM
+    else:
+        t, op = torch.ones(8), dist.ReduceOp.SUM if rank == 0 else dist.ReduceOp.MAX
+    return _raised(lambda: dist.all_reduce(t, op=op))
+
+
 def killed_mid_collective(rank: int, world: int) -> dict:
     """The last rank is SIGKILLed (by its own timer, see ranks.py) while all ranks stream
     large all-reduces; the survivors must raise naming it, long before the group timeout."""
