@@ -89,9 +89,11 @@ bool Router::feasible(PlanKind kind, Collective op) const {
     case PlanKind::kFlatInter:
       return multi_host() || options_.forced_plan == PlanKind::kFlatInter;
     case PlanKind::kHierarchical:
-      return op == Collective::kAllReduce && multi_host() && layout_.uniform;
+      return (op == Collective::kAllReduce || op == Collective::kAllGather ||
+              op == Collective::kReduceScatter) &&
+             multi_host() && layout_.uniform;
     case PlanKind::kLeader:
-      return op == Collective::kAllReduce && multi_host();
+      return (op == Collective::kAllReduce || op == Collective::kBroadcast) && multi_host();
   }
   return false;
 }
@@ -134,10 +136,24 @@ double Router::predict(PlanKind kind, Collective op, double n, std::string* algo
   auto intra_part = [&](int m, double bytes) {  // reduce-scatter or all-gather inside a host
     return m <= 1 ? 0.0 : s_alpha + (m - 1.0) / m * bytes * s_beta;
   };
+  const LinkCost& c = costs_.inter;
+  const double alpha = c.latency_us * 1e-6, beta = 1.0 / (c.gbytes_per_s * 1e9);
   algorithm->clear();
+  if (kind == PlanKind::kHierarchical && op != Collective::kAllReduce) {
+    // All-gather and reduce-scatter: a ring among the hosts on each rail (n, one rank's block,
+    // per step, `local` rails sharing a link), and the host step over H blocks per rank.
+    *algorithm = "ring";
+    return (hosts - 1) * (alpha + n * beta * local) + intra_part(local, n * hosts * local);
+  }
   if (kind == PlanKind::kHierarchical) {
     const double cross = inter_allreduce(hosts, n / local, local, algorithm);
     return intra_part(local, n) + cross + intra_part(local, n);
+  }
+  if (kind == PlanKind::kLeader && op == Collective::kBroadcast) {
+    // Inside the root's host, a tree among the hosts' first ranks, inside every other host.
+    *algorithm = "binomial_tree";
+    const double in_host = local <= 1 ? 0.0 : s_alpha + n * s_beta;
+    return in_host + log2_ceil(hosts) * (alpha + n * beta) + in_host;
   }
   if (kind == PlanKind::kLeader) {
     const double cross = inter_allreduce(hosts, n, 1, algorithm);
@@ -159,8 +175,6 @@ double Router::predict(PlanKind kind, Collective op, double n, std::string* algo
     }
   }
   // Flat over the inter-host transport: every rank's traffic crosses, `local` flows per link.
-  const LinkCost& c = costs_.inter;
-  const double alpha = c.latency_us * 1e-6, beta = 1.0 / (c.gbytes_per_s * 1e9);
   switch (op) {
     case Collective::kAllReduce:
       return inter_allreduce(p, n, local, algorithm);

@@ -4,9 +4,13 @@
 //   flat_inter    one communicator over the group on the inter-host transport;
 //   hierarchical  split-rail all-reduce: reduce-scatter inside each host, all-reduce of each
 //                 1/L slice among the ranks with the same local rank across hosts, all-gather
-//                 inside the host (uniform layouts: L ranks on every host);
-//   leader        reduce to each host's first rank, all-reduce among those, broadcast inside
-//                 the host (any layout; latency-optimal for small messages).
+//                 inside the host; all-gather: among the ranks with the same local rank across
+//                 hosts, then inside the host; reduce-scatter: the reverse (uniform layouts: L
+//                 ranks on every host);
+//   leader        all-reduce: reduce to each host's first rank, all-reduce among those,
+//                 broadcast inside the host (latency-optimal for small messages); broadcast:
+//                 inside the root's host, among the hosts' first ranks, inside every other host
+//                 (any layout).
 // The router predicts each feasible plan's time with the alpha-beta model and takes the
 // cheapest, unless one is forced. It also decides where the inter-host all-reduce switches from
 // recursive doubling to a bandwidth-optimal algorithm. Torch-free.

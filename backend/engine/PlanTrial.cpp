@@ -11,18 +11,17 @@ PlanTrial::PlanTrial(std::vector<topology::PlanKind> candidates)
 }
 
 topology::PlanKind PlanTrial::next() const {
-  // Round robin, so slow drift of the machine touches every plan alike.
-  return candidates_[static_cast<size_t>(calls_) % candidates_.size()];
+  return candidates_[static_cast<size_t>(calls_ / kCallsPerBlock) % candidates_.size()];
 }
 
 void PlanTrial::record(double seconds) {
-  const size_t plan = static_cast<size_t>(calls_) % candidates_.size();
-  if (calls_ >= static_cast<int>(candidates_.size())) samples_[plan].push_back(seconds);
+  const size_t plan = static_cast<size_t>(calls_ / kCallsPerBlock) % candidates_.size();
+  if (calls_ % kCallsPerBlock >= kWarmUpPerBlock) samples_[plan].push_back(seconds);
   ++calls_;
 }
 
 bool PlanTrial::measured() const {
-  return !decided() && calls_ >= kCallsPerPlan * static_cast<int>(candidates_.size());
+  return !decided() && calls_ >= calls_needed();
 }
 
 std::vector<double> PlanTrial::medians() const {

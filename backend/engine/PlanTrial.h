@@ -1,9 +1,13 @@
 // Small all-reduces across hosts cost a few wire latencies whichever plan they take, and which
 // plan wins depends on how the ranks get scheduled (how many cores they share, who sleeps while
 // whom talks), which no alpha-beta model captures. So the first small all-reduces of a group
-// try each feasible plan in turn, each rank times them, and the group adopts the plan whose
-// slowest rank was fastest. Every rank makes the same calls in the same order (the lane
-// contract), so every rank is at the same trial step and adopts the same plan. Torch-free.
+// try each feasible plan, each rank times them, and the group adopts the plan whose slowest
+// rank was fastest. Each plan runs a block of consecutive calls, the first ones dropped: only
+// then are its ranks' waits in the state a plan in steady use sees (one plan per call, round
+// robin, made every plan with more steps look slower than it runs). Blocks repeat in rounds, so
+// the machine's drift touches every plan alike. Every rank makes the same calls in the same
+// order (the lane contract), so every rank is at the same trial step and adopts the same plan.
+// Torch-free.
 #pragma once
 
 #include <cstddef>
@@ -17,7 +21,9 @@ namespace domino {
 class PlanTrial {
  public:
   static constexpr size_t kMaxBytes = 16 * 1024;  // larger messages follow the cost model
-  static constexpr int kCallsPerPlan = 16;        // the first of each plan is a warm-up
+  static constexpr int kCallsPerBlock = 8;
+  static constexpr int kWarmUpPerBlock = 3;  // of each block, not timed
+  static constexpr int kRounds = 3;
 
   explicit PlanTrial(std::vector<topology::PlanKind> candidates);
 
@@ -29,6 +35,10 @@ class PlanTrial {
   void record(double seconds);
   // Whether every trial call has run; then agree() must be given the group's per-plan times.
   bool measured() const;
+  // How many calls the whole trial takes.
+  int calls_needed() const {
+    return kRounds * kCallsPerBlock * static_cast<int>(candidates_.size());
+  }
   // This rank's median time per candidate, in candidate order.
   std::vector<double> medians() const;
   // Adopts the fastest plan from the group's slowest-rank medians (same order as medians()).

@@ -144,6 +144,93 @@ void RoutedComm::run_allreduce(PlanKind kind, const domino_buffer_t& send, domin
   if (op == DOMINO_AVG) memory_->divide(recv, size_);
 }
 
+std::optional<PlanKind> RoutedComm::two_level(Collective op, size_t bytes) {
+  if (!flat_inter_ || !router_.multi_host()) return std::nullopt;
+  const PlanKind kind = router_.choose(op, bytes).kind;
+  const bool ready = (kind == PlanKind::kHierarchical && rail_) ||
+                     (kind == PlanKind::kLeader && (leaders_ || local_));
+  if (!ready) return std::nullopt;
+  last_plan_ = topology::plan_name(kind);
+  return kind;
+}
+
+template <class Steps>
+void RoutedComm::run_two_level(const char* op, PlanKind kind, Steps&& steps) {
+  try {
+    steps();
+  } catch (const TransportError& e) {
+    throw TransportError(e.status(),
+                         std::string(op) + " (" + topology::plan_name(kind) +
+                             " plan across hosts) failed in one of its steps: " + e.what());
+  }
+}
+
+void RoutedComm::permute_blocks(char* group_order, char* host_order, size_t block_bytes,
+                                bool to_host_order, int device) {
+  if (block_bytes == 0) return;
+  const topology::GroupLayout& layout = router_.layout();
+  const size_t hosts = layout.host_ranks.size();
+  for (size_t h = 0; h < hosts; ++h) {
+    const std::vector<int>& ranks = layout.host_ranks[h];
+    for (size_t l = 0; l < ranks.size(); ++l) {
+      char* in_group = group_order + static_cast<size_t>(ranks[l]) * block_bytes;
+      char* in_host = host_order + (l * hosts + h) * block_bytes;
+      memory_->copy(to_host_order ? in_host : in_group, to_host_order ? in_group : in_host,
+                    block_bytes, device);
+    }
+  }
+}
+
+void RoutedComm::allgather_hierarchical(const domino_buffer_t& send, domino_buffer_t recv) {
+  if (!local_) {  // one rank per host: the rail is the whole group, in group-rank order
+    rail_->allgather(send, recv);
+    return;
+  }
+  const topology::GroupLayout& layout = router_.layout();
+  const size_t hosts = layout.host_ranks.size(), local = layout.host_ranks.front().size();
+  const size_t block = send.count * dtype_size(send.dtype);
+  const std::shared_ptr<void> rail_part = memory_->allocate(hosts * block, recv.device);
+  domino_buffer_t rail_blocks{rail_part.get(), hosts * send.count, send.dtype, recv.device};
+  rail_->allgather(send, rail_blocks);
+  const std::shared_ptr<void> host_part = memory_->allocate(local * hosts * block, recv.device);
+  domino_buffer_t host_blocks{host_part.get(), local * hosts * send.count, send.dtype, recv.device};
+  local_->allgather(rail_blocks, host_blocks);
+  permute_blocks(static_cast<char*>(recv.ptr), static_cast<char*>(host_part.get()), block, false,
+                 recv.device);
+}
+
+void RoutedComm::reduce_scatter_hierarchical(const domino_buffer_t& send, domino_buffer_t recv,
+                                             domino_redop_t op) {
+  if (!local_) {
+    rail_->reduce_scatter(send, recv, op);
+    return;
+  }
+  const topology::GroupLayout& layout = router_.layout();
+  const size_t hosts = layout.host_ranks.size(), local = layout.host_ranks.front().size();
+  const size_t block = recv.count * dtype_size(recv.dtype);
+  // AVG is a sum until the end: the steps would divide by their own sizes.
+  const domino_redop_t step_op = op == DOMINO_AVG ? DOMINO_SUM : op;
+  const std::shared_ptr<void> ordered = memory_->allocate(local * hosts * block, recv.device);
+  permute_blocks(static_cast<char*>(send.ptr), static_cast<char*>(ordered.get()), block, true,
+                 recv.device);
+  const std::shared_ptr<void> host_sums = memory_->allocate(hosts * block, recv.device);
+  domino_buffer_t host_blocks{host_sums.get(), hosts * recv.count, recv.dtype, recv.device};
+  local_->reduce_scatter({ordered.get(), local * hosts * recv.count, recv.dtype, recv.device},
+                         host_blocks, step_op);
+  rail_->reduce_scatter(host_blocks, recv, step_op);
+  if (op == DOMINO_AVG) memory_->divide(recv, size_);
+}
+
+void RoutedComm::broadcast_leader(domino_buffer_t buffer, int root) {
+  const topology::GroupLayout& layout = router_.layout();
+  const int root_host = layout.host_of_rank[static_cast<size_t>(root)];
+  const bool root_side = layout.host_of_rank[static_cast<size_t>(rank_)] == root_host;
+  if (root_side && local_) local_->broadcast(buffer, layout.local_rank[static_cast<size_t>(root)]);
+  // Hosts are numbered by their first rank, so host h's first rank is leader h.
+  if (leaders_) leaders_->broadcast(buffer, root_host);
+  if (!root_side && local_) local_->broadcast(buffer, 0);
+}
+
 void RoutedComm::allreduce_hierarchical(domino_buffer_t& data, domino_redop_t op) {
   if (!local_) {
     rail_->allreduce(data, data, op);
@@ -185,7 +272,14 @@ void RoutedComm::barrier() {
 
 void RoutedComm::broadcast(const domino_buffer_t& buffer_in, int root) {
   domino_buffer_t buffer = buffer_in;
-  flat(Collective::kBroadcast, buffer.count * dtype_size(buffer.dtype)).broadcast(buffer, root);
+  const size_t bytes = buffer.count * dtype_size(buffer.dtype);
+  if (root >= 0 && root < size_) {  // a bad root is the flat communicator's to refuse
+    if (const auto kind = two_level(Collective::kBroadcast, bytes)) {
+      run_two_level("broadcast", *kind, [&] { broadcast_leader(buffer, root); });
+      return;
+    }
+  }
+  flat(Collective::kBroadcast, bytes).broadcast(buffer, root);
 }
 
 void RoutedComm::reduce(const domino_buffer_t& send, const domino_buffer_t& recv_buffer,
@@ -196,14 +290,23 @@ void RoutedComm::reduce(const domino_buffer_t& send, const domino_buffer_t& recv
 
 void RoutedComm::allgather(const domino_buffer_t& send, const domino_buffer_t& recv_buffer) {
   domino_buffer_t recv = recv_buffer;
-  flat(Collective::kAllGather, send.count * dtype_size(send.dtype)).allgather(send, recv);
+  const size_t bytes = send.count * dtype_size(send.dtype);
+  if (const auto kind = two_level(Collective::kAllGather, bytes)) {
+    run_two_level("allgather", *kind, [&] { allgather_hierarchical(send, recv); });
+    return;
+  }
+  flat(Collective::kAllGather, bytes).allgather(send, recv);
 }
 
 void RoutedComm::reduce_scatter(const domino_buffer_t& send, const domino_buffer_t& recv_buffer,
                                 domino_redop_t op) {
   domino_buffer_t recv = recv_buffer;
-  flat(Collective::kReduceScatter, recv.count * dtype_size(recv.dtype))
-      .reduce_scatter(send, recv, op);
+  const size_t bytes = recv.count * dtype_size(recv.dtype);
+  if (const auto kind = two_level(Collective::kReduceScatter, bytes)) {
+    run_two_level("reduce_scatter", *kind, [&] { reduce_scatter_hierarchical(send, recv, op); });
+    return;
+  }
+  flat(Collective::kReduceScatter, bytes).reduce_scatter(send, recv, op);
 }
 
 void RoutedComm::gather(const domino_buffer_t& send, const domino_buffer_t& recv_buffer, int root) {

@@ -72,6 +72,19 @@ class RoutedComm {
                      domino_redop_t op);
   void allreduce_hierarchical(domino_buffer_t& data, domino_redop_t op);
   void allreduce_leader(domino_buffer_t& data, domino_redop_t op);
+  // The two-level plan the router picks for op, if any (the level communicators exist).
+  std::optional<topology::PlanKind> two_level(topology::Collective op, size_t bytes);
+  // Runs a two-level plan's steps; a failing step's error also names the op and the plan.
+  template <class Steps>
+  void run_two_level(const char* op, topology::PlanKind kind, Steps&& steps);
+  void allgather_hierarchical(const domino_buffer_t& send, domino_buffer_t recv);
+  void reduce_scatter_hierarchical(const domino_buffer_t& send, domino_buffer_t recv,
+                                   domino_redop_t op);
+  void broadcast_leader(domino_buffer_t buffer, int root);
+  // Copies the block of every (local rank, host) pair between a buffer in group-rank order and
+  // one in [local rank][host] order, the order the host step's blocks come in.
+  void permute_blocks(char* group_order, char* host_order, size_t block_bytes, bool to_host_order,
+                      int device);
 
   const topology::Router& router_;
   int rank_;

@@ -1,11 +1,12 @@
-"""Hierarchical vs flat all-reduce across two hosts, on the wire.
+"""Hierarchical vs flat all-reduce (and all-gather) across two hosts, on the wire.
 
 Two network namespaces ("hosts") joined by a veth pair shaped with tc to 1 Gbit/s, two ranks in
 each. For a 16 MiB all-reduce it times, in one run, the router's automatic plan, the forced
 split-rail hierarchical plan, a flat UCX ring with host-contiguous ranks (0,1 | 2,3) and with
 interleaved ranks (0,2 | 1,3), and gloo; it counts the bytes that crossed the link (the veth's
 own tx counters, so TCP/IP headers included). For messages of 4 KiB or less it compares the
-router's automatic choice with every forced plan. UCX runs over TCP only (UCX_TLS=tcp,self), so
+router's automatic choice with every forced plan. It also times a 16 MiB all-gather (gathered
+size) by rail then inside the host against flat, in both rank orders. UCX runs over TCP only (UCX_TLS=tcp,self), so
 nothing slips between the namespaces through shared memory.
 
     sudo python bench/multihost/hier_bench.py      # writes bench/results/multihost.{csv,md,png}
@@ -39,25 +40,31 @@ MODES = {
 }
 LARGE = ["auto (router)", "hierarchical", "leader", "flat ring", "gloo"]
 SMALL = ["auto (router)", "hierarchical", "leader", "flat"]
+GATHER = ["auto (router)", "hierarchical", "flat", "gloo"]
 CONTIGUOUS, INTERLEAVED = (0, 0, 1, 1), (0, 1, 0, 1)
 
 
-def launch(link: ShapedLink, modes: list[str], hosts, sizes, iters: int, repeats: int) -> dict:
+def launch(link: ShapedLink, modes: list[str], hosts, sizes, iters: int, repeats: int,
+           op: str = "all_reduce") -> dict:
     port = 29500 + int(time.time() * 1000) % 400
     procs = []
     for rank, host in enumerate(hosts):
-        env = dict(os.environ, OMP_NUM_THREADS="1", UCX_TLS="tcp,self",
+        env = dict(os.environ, OMP_NUM_THREADS="1", UCX_TLS="tcp,self", DOMINO_LOG="info",
                    UCX_NET_DEVICES=link.device(host), GLOO_SOCKET_IFNAME=link.device(host))
         cmd = ["ip", "netns", "exec", link.namespaces[host], sys.executable, __file__, "--worker",
                "--rank", str(rank), "--master", link.addresses[0], "--port", str(port),
                "--device", link.device(host), "--count-bytes", str(int(rank == hosts.index(host))),
                "--modes", ";".join(modes), "--sizes", ",".join(map(str, sizes)),
-               "--iters", str(iters), "--repeats", str(repeats)]
+               "--iters", str(iters), "--repeats", str(repeats), "--op", op]
         procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     outputs = [p.communicate(timeout=1800) for p in procs]
     for p, (out, err) in zip(procs, outputs):
         if p.returncode != 0:
             raise SystemExit(f"worker failed:\n{out[-2000:]}\n{err[-3000:]}")
+    # What the router's small-message trial measured and adopted (logged by rank 0 at info).
+    for line in outputs[0][1].splitlines():
+        if "take plan" in line:
+            print("#", line.strip(), flush=True)
     results = [json.loads(out.strip().splitlines()[-1]) for out, _ in outputs]
     merged = results[0]
     for key in merged:  # bytes on the link: one counting rank per host
@@ -83,18 +90,27 @@ def worker(args) -> None:
     samples = {}
     sizes = [int(s) for s in args.sizes.split(",")]
     tensors = {size: torch.ones(max(1, size // 4)) for size in sizes}
+    # all_gather: `size` is the gathered output, as nccl-tests count it.
+    blocks = {size: torch.ones(max(1, size // 4 // 4)) for size in sizes}
+
+    def collective(size, group):
+        if args.op == "all_gather":
+            dist.all_gather_into_tensor(tensors[size], blocks[size], group=group)
+        else:
+            dist.all_reduce(tensors[size], group=group)
+
     for mode, group in groups.items():
-        for t in tensors.values():
+        for size in tensors:
             for _ in range(3):
-                dist.all_reduce(t, group=group)
+                collective(size, group)
     for _ in range(args.repeats):
-        for size, t in tensors.items():
+        for size in tensors:
             for mode, group in groups.items():
                 dist.barrier()
                 before = int(counter.read_text()) if args.count_bytes else 0
                 began = time.perf_counter()
                 for _ in range(args.iters):
-                    dist.all_reduce(t, group=group)
+                    collective(size, group)
                 elapsed = (time.perf_counter() - began) / args.iters
                 after = int(counter.read_text()) if args.count_bytes else 0
                 slowest = torch.tensor([elapsed], dtype=torch.float64)
@@ -119,6 +135,7 @@ def main() -> None:
     parser.add_argument("--count-bytes", type=int, default=0)
     parser.add_argument("--sizes", default="")
     parser.add_argument("--iters", type=int, default=3)
+    parser.add_argument("--op", choices=["all_reduce", "all_gather"], default="all_reduce")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--small-repeats", type=int, default=21,
                         help="repeats of the small-message part (cheap; plans differ there by less than the noise of a few)")
@@ -137,15 +154,21 @@ def main() -> None:
         rows = []
         large = 16 << 20
         if not args.small_only:
-            for placement, hosts, modes in (("", CONTIGUOUS, LARGE),
-                                            (", interleaved ranks", INTERLEAVED, ["flat ring"])):
-                res = launch(link, modes, hosts, [large], iters=2, repeats=args.repeats)
-                for mode in modes:
-                    r = res[f"{mode}@{large}"]
-                    name = mode + placement
-                    rows.append({"part": "16 MiB", "mode": name, "bytes": large, **r})
-                    print(f"16 MiB  {name:<30} {r['median_us'] / 1e3:8.1f} ms  "
-                          f"{r['wire_bytes'] / 2**20:7.1f} MiB on the link", flush=True)
+            # All-reduce, then all-gather (16 MiB gathered): every plan, both rank orders.
+            for op, part, layouts in (
+                    ("all_reduce", "16 MiB", (("", CONTIGUOUS, LARGE),
+                                              (", interleaved ranks", INTERLEAVED, ["flat ring"]))),
+                    ("all_gather", "all_gather 16 MiB", (("", CONTIGUOUS, GATHER),
+                                                         (", interleaved ranks", INTERLEAVED,
+                                                          ["hierarchical", "flat"])))):
+                for placement, hosts, modes in layouts:
+                    res = launch(link, modes, hosts, [large], iters=2, repeats=args.repeats, op=op)
+                    for mode in modes:
+                        r = res[f"{mode}@{large}"]
+                        name = mode + placement
+                        rows.append({"part": part, "mode": name, "bytes": large, **r})
+                        print(f"{part}  {name:<30} {r['median_us'] / 1e3:8.1f} ms  "
+                              f"{r['wire_bytes'] / 2**20:7.1f} MiB on the link", flush=True)
         small = [] if args.large_only else [8, 64, 512, 4096]
         res = launch(link, SMALL, CONTIGUOUS, small, iters=200, repeats=args.small_repeats) if small else {}
         for size in small:
@@ -172,6 +195,12 @@ def write(rows: list[dict], args) -> None:
     for name, r in big.items():
         lines.append(f"| {name} | {r['median_us'] / 1e3:.1f} | {r['wire_bytes'] / 2**20:.1f} | "
                      f"{100 * hier['wire_bytes'] / r['wire_bytes']:.0f}% | {r['median_us'] / hier['median_us']:.2f}x |")
+    gather = {r["mode"]: r for r in rows if r["part"] == "all_gather 16 MiB"}
+    if gather:
+        lines += ["", "all_gather_into_tensor, 16 MiB gathered (4 MiB per rank):", "",
+                  "| plan | time (ms) | on the link (MiB) |", "|---|---:|---:|"]
+        for name, r in gather.items():
+            lines.append(f"| {name} | {r['median_us'] / 1e3:.1f} | {r['wire_bytes'] / 2**20:.1f} |")
     lines += ["", f"Messages of 4 KiB or less, latency (us, median of {args.small_repeats} repeats of 200 calls):", "",
               "| bytes | " + " | ".join(SMALL) + " | auto vs best forced |", "|---:|" + "---:|" * (len(SMALL) + 1)]
     for size in sorted({r["bytes"] for r in rows if r["part"] == "small"}):

@@ -1,6 +1,8 @@
-// The small-message plan trial: round robin over the candidates, warm-ups dropped, the plan
-// with the lowest agreed time adopted.
+// The small-message plan trial: blocks of consecutive calls per candidate in rounds, each
+// block's first calls dropped, the plan with the lowest agreed time adopted.
 #include <gtest/gtest.h>
+
+#include <vector>
 
 #include "engine/PlanTrial.h"
 
@@ -9,19 +11,28 @@ namespace {
 
 using topology::PlanKind;
 
-TEST(PlanTrial, TriesEachPlanInTurnThenAdoptsTheFastest) {
+TEST(PlanTrial, TriesEachPlanInBlocksThenAdoptsTheFastest) {
   PlanTrial trial({PlanKind::kHierarchical, PlanKind::kLeader, PlanKind::kFlatInter});
   const double cost[] = {3e-4, 2e-4, 1e-4};
   int calls = 0;
+  std::vector<PlanKind> order;
   while (!trial.measured()) {
     ASSERT_FALSE(trial.decided());
     const PlanKind kind = trial.next();
-    EXPECT_EQ(kind, trial.candidates()[static_cast<size_t>(calls) % 3]);
-    // The warm-up call of each plan is absurdly slow and must not count.
-    trial.record(calls < 3 ? 1.0 : cost[calls % 3]);
+    order.push_back(kind);
+    const size_t plan = static_cast<size_t>(calls / PlanTrial::kCallsPerBlock) % 3;
+    EXPECT_EQ(kind, trial.candidates()[plan]);
+    // The first calls of each block find the ranks' waits cold: absurdly slow, must not count.
+    const bool warm_up = calls % PlanTrial::kCallsPerBlock < PlanTrial::kWarmUpPerBlock;
+    trial.record(warm_up ? 1.0 : cost[plan]);
     ++calls;
   }
-  EXPECT_EQ(calls, PlanTrial::kCallsPerPlan * 3);
+  EXPECT_EQ(calls, PlanTrial::kRounds * PlanTrial::kCallsPerBlock * 3);
+  EXPECT_EQ(calls, trial.calls_needed());
+  // Consecutive calls stay on one plan for a block; every plan comes back each round.
+  EXPECT_EQ(order[0], order[PlanTrial::kCallsPerBlock - 1]);
+  EXPECT_NE(order[0], order[PlanTrial::kCallsPerBlock]);
+  EXPECT_EQ(order[0], order[3 * PlanTrial::kCallsPerBlock]);
   const std::vector<double> medians = trial.medians();
   EXPECT_DOUBLE_EQ(medians[0], 3e-4);
   EXPECT_DOUBLE_EQ(medians[2], 1e-4);

@@ -1,7 +1,8 @@
 // Hierarchical and flat plans across simulated hosts: ranks forked on this machine, each
 // "host" a label, shared memory inside a host and UCX between hosts, exactly as the backend
 // composes them. Every op against a local reference, in uniform, non-uniform and interleaved
-// layouts, with each all-reduce plan forced in turn.
+// layouts, with each plan forced in turn (all-reduce; all-gather and reduce-scatter by rail;
+// broadcast through the hosts' first ranks).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -45,6 +46,55 @@ std::string check_allreduce(int rank, int size, RoutedComm& comm, const char* ex
     for (size_t i = 0; i < n; ++i) {
       const double expected = (size - 1) / 2.0 + 0.25 * static_cast<double>(i % 5);
       if (std::fabs(f[i] - expected) > 1e-12) return "AVG element " + std::to_string(i) + " wrong";
+    }
+  }
+  return "";
+}
+
+// The ops that have two-level plans besides all-reduce: all-gather and reduce-scatter by rail
+// (hierarchical), broadcast through the hosts' first ranks (leader), from every root.
+std::string check_two_level_ops(int rank, int size, RoutedComm& comm, PlanKind plan) {
+  const char* want_plan = topology::plan_name(plan);
+  auto took = [&](const char* op) -> std::string {
+    return comm.last_plan() == want_plan
+               ? ""
+               : std::string(op) + " took plan " + comm.last_plan() + ", expected " + want_plan;
+  };
+  for (size_t n : {size_t{0}, size_t{3}, size_t{2053}}) {
+    if (plan == PlanKind::kHierarchical) {
+      std::vector<int64_t> mine(n), all(n * static_cast<size_t>(size)), want(all.size());
+      for (size_t i = 0; i < n; ++i) mine[i] = v(rank, i);
+      for (int r = 0; r < size; ++r) {
+        for (size_t i = 0; i < n; ++i) want[static_cast<size_t>(r) * n + i] = v(r, i);
+      }
+      comm.allgather(buf(mine), buf(all));
+      if (auto e = expect_eq(all, want, "allgather"); !e.empty()) return e;
+      if (auto e = took("allgather"); !e.empty()) return e;
+      // Block r of every rank's input is meant for rank r; AVG divides by the group, once.
+      std::vector<double> in(n * static_cast<size_t>(size)), out(n, -1);
+      for (size_t j = 0; j < in.size(); ++j) in[j] = rank + 0.5 * static_cast<double>(j % 7);
+      comm.reduce_scatter({in.data(), in.size(), DOMINO_FLOAT64, -1},
+                          {out.data(), out.size(), DOMINO_FLOAT64, -1}, DOMINO_AVG);
+      for (size_t i = 0; i < n; ++i) {
+        const size_t j = static_cast<size_t>(rank) * n + i;
+        const double expected = (size - 1) / 2.0 + 0.5 * static_cast<double>(j % 7);
+        if (std::fabs(out[i] - expected) > 1e-12) return "reduce_scatter AVG element wrong";
+      }
+      if (auto e = took("reduce_scatter"); !e.empty()) return e;
+    }
+    if (plan == PlanKind::kLeader) {
+      for (int root = 0; root < size; ++root) {
+        std::vector<int64_t> data(n), want(n);
+        for (size_t i = 0; i < n; ++i) {
+          data[i] = rank == root ? v(root, i) : -1;
+          want[i] = v(root, i);
+        }
+        comm.broadcast(buf(data), root);
+        if (auto e = expect_eq(data, want, "broadcast"); !e.empty()) {
+          return e + " (root " + std::to_string(root) + ")";
+        }
+        if (auto e = took("broadcast"); !e.empty()) return e;
+      }
     }
   }
   return "";
@@ -102,6 +152,7 @@ TEST_P(RoutedCommLayouts, EveryOpMatchesALocalReference) {
   const auto outcomes =
       run_routed(layout_case.hosts, options, [&](int rank, int, RoutedComm& comm) {
         std::string e = check_allreduce(rank, size, comm, topology::plan_name(plan));
+        if (e.empty()) e = check_two_level_ops(rank, size, comm, plan);
         return e.empty() ? testing::run_all_collectives(rank, size, comm) : e;
       });
   for (int r = 0; r < size; ++r) {
@@ -115,7 +166,8 @@ TEST(RoutedComm, SmallAllReducesTryEachPlanThenAllRanksAdoptTheSame) {
   const auto outcomes =
       run_routed(hosts, {}, [](int rank, int size, RoutedComm& comm) -> std::string {
         std::vector<std::string> plans;
-        for (int call = 0; call < 3 * PlanTrial::kCallsPerPlan + 5; ++call) {
+        const int trial_calls = PlanTrial::kRounds * PlanTrial::kCallsPerBlock * 3;
+        for (int call = 0; call < trial_calls + 5; ++call) {
           std::vector<int64_t> data(16, rank + call), want(16, 0);
           for (int r = 0; r < size; ++r) want.assign(16, want[0] + r + call);
           comm.allreduce(buf(data), buf(data), DOMINO_SUM);

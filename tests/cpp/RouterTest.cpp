@@ -59,12 +59,22 @@ TEST(Router, NonUniformLayoutsNeverGetTheSplitRailPlan) {
   EXPECT_FALSE(plan.forced);
 }
 
-TEST(Router, OtherOpsAcrossHostsGoFlatOverTheInterHostTransport) {
+TEST(Router, GathersAndScattersOfBlocksGoByRailBroadcastsByLeadersTheRestFlat) {
   const Router router(kFourByEight, CostModel{}, {});
   for (Collective op : all_collectives()) {
-    if (op == Collective::kAllReduce) continue;
-    EXPECT_EQ(router.choose(op, 1 << 20).kind, PlanKind::kFlatInter) << collective_name(op);
+    const PlanKind want = op == Collective::kAllGather || op == Collective::kReduceScatter
+                              ? PlanKind::kHierarchical
+                          : op == Collective::kBroadcast ? PlanKind::kLeader
+                          : op == Collective::kAllReduce ? router.choose(op, 1 << 20).kind
+                                                         : PlanKind::kFlatInter;
+    EXPECT_EQ(router.choose(op, 1 << 20).kind, want) << collective_name(op);
   }
+  // Without the same number of ranks on every host there are no rails: all-gather goes flat,
+  // while a broadcast still goes through the hosts' first ranks.
+  const Router uneven(kTwoPlusOne, CostModel{}, {});
+  EXPECT_EQ(uneven.choose(Collective::kAllGather, 1 << 20).kind, PlanKind::kFlatInter);
+  EXPECT_EQ(uneven.choose(Collective::kReduceScatter, 1 << 20).kind, PlanKind::kFlatInter);
+  EXPECT_EQ(uneven.choose(Collective::kBroadcast, 1 << 20).kind, PlanKind::kLeader);
 }
 
 TEST(Router, ForcedPlanAndAlgorithmAreHonouredWhereFeasible) {
