@@ -205,10 +205,11 @@ const char* ProcessGroupDomino::inter_transport() const {
                                                                       : "none";
 }
 
-topology::LinkCost ProcessGroupDomino::measure_inter_link(int peer) {
+topology::LinkCost ProcessGroupDomino::measure_link(const domino_plugin_v1_t* plugin, int peer,
+                                                    const std::string& what) {
   std::vector<int64_t> members = {global_ranks_[0], global_ranks_[static_cast<size_t>(peer)]};
-  StoreBootstrap bootstrap(store_, "domino/probe/");
-  const std::string name = group_name_ + "/probe";
+  StoreBootstrap bootstrap(store_, "domino/probe-" + what + "/");
+  const std::string name = group_name_ + "/probe-" + what;
   domino_comm_config_t config{};
   config.rank = rank_ == 0 ? 0 : 1;
   config.size = 2;
@@ -217,28 +218,36 @@ topology::LinkCost ProcessGroupDomino::measure_inter_link(int peer) {
   // Short: a peer that cannot answer must not hold up the group's creation for long.
   config.timeout_ms = std::min<int64_t>(options_->timeout.count(), 10000);
   config.bootstrap = bootstrap.table();
-  Communicator comm(inter_plugin_, config);
-  return probe_link(comm, config.rank);
+  Communicator comm(plugin, config);
+  return what == "intra" ? probe_collective_link(comm) : probe_link(comm, config.rank);
 }
 
 topology::Router ProcessGroupDomino::agree_on_routing(const std::string& host_list) {
   topology::CostModel costs;
-  if (settings_.cost_intra) costs.intra = *settings_.cost_intra;
+  // Rank 0 and one peer measure each link the router weighs; everyone adopts rank 0's figures.
+  auto measure = [&](topology::LinkCost& cost, const domino_plugin_v1_t* plugin, int peer,
+                     const char* what, const char* variable) {
+    if (rank_ != 0 && rank_ != peer) return;
+    try {
+      cost = measure_link(plugin, peer, what);
+    } catch (const std::exception& e) {
+      log_line(LogLevel::kWarn, rank_,
+               label() + ": could not measure the " + what + "-host link (" + e.what() +
+                   "); the router keeps its default costs. Set " + variable +
+                   " to this machine's figures.");
+    }
+  };
   if (settings_.cost_inter) {
     costs.inter = *settings_.cost_inter;
   } else if (!layout_.single_host()) {
-    // Rank 0 and the first rank of the next host measure the link; everyone adopts rank 0's.
-    const int peer = layout_.host_ranks[1].front();
-    if (rank_ == 0 || rank_ == peer) {
-      try {
-        costs.inter = measure_inter_link(peer);
-      } catch (const std::exception& e) {
-        log_line(LogLevel::kWarn, rank_,
-                 label() + ": could not measure the inter-host link (" + e.what() +
-                     "); the router keeps its default costs. Set DOMINO_COST_INTER to your "
-                     "network's figures.");
-      }
-    }
+    measure(costs.inter, inter_plugin_, layout_.host_ranks[1].front(), "inter",
+            "DOMINO_COST_INTER");
+  }
+  // Only groups across hosts weigh in-host steps against the network; one host has one plan.
+  if (settings_.cost_intra) {
+    costs.intra = *settings_.cost_intra;
+  } else if (!layout_.single_host() && layout_.host_ranks[0].size() > 1) {
+    measure(costs.intra, plugin_, layout_.host_ranks[0][1], "intra", "DOMINO_COST_INTRA");
   }
   auto encode = [](const topology::LinkCost& c) {
     return std::to_string(c.latency_us) + ";" + std::to_string(c.gbytes_per_s) + ";" + c.source;

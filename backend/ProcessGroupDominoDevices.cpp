@@ -279,7 +279,8 @@ RoutedComm& ProcessGroupDomino::device_communicator(int lane, c10::Device device
         device_plugin_->comm_split != nullptr) {
       const int color = local ? layout_.host_of_rank[static_cast<size_t>(rank_)]
                               : layout_.local_rank[static_cast<size_t>(rank_)];
-      auto part_comm = root->split(color, rank_, config);
+      // The key orders the new communicator: its rank must be the position in spec.members.
+      auto part_comm = root->split(color, config.rank, config);
       made_here.push_back(part_comm.get());
       return part_comm;
     }

@@ -76,6 +76,12 @@ Router::Router(GroupLayout layout, CostModel costs, RouterOptions options)
     if (doubling > bandwidth) break;
     inter_small_bytes_ = bytes;
   }
+  std::vector<int> leaving(layout_.hosts.size(), 0);
+  const size_t p = layout_.host_of_rank.size();
+  for (size_t r = 0; p > 1 && r < p; ++r) {
+    const int from = layout_.host_of_rank[r], to = layout_.host_of_rank[(r + 1) % p];
+    if (from != to) ring_flows_ = std::max(ring_flows_, ++leaving[static_cast<size_t>(from)]);
+  }
 }
 
 bool Router::uses_inter() const {
@@ -185,7 +191,7 @@ double Router::predict(PlanKind kind, Collective op, double n, std::string* algo
     case Collective::kAllGather:
     case Collective::kReduceScatter:
       *algorithm = "ring";
-      return (p - 1) * (alpha + n * beta);
+      return (p - 1) * (alpha + n * beta * ring_flows_);
     case Collective::kGather:
     case Collective::kScatter:
       *algorithm = "direct";

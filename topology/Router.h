@@ -87,6 +87,10 @@ class Router {
   CostModel costs_;
   RouterOptions options_;
   size_t inter_small_bytes_ = 64 * 1024;
+  // Flat rings (all-gather, reduce-scatter) in group-rank order: the most ring edges leaving
+  // one host, i.e. how many of their flows share that host's link (1 with host-contiguous
+  // ranks, up to the local size when ranks alternate between hosts).
+  int ring_flows_ = 1;
 };
 
 }  // namespace domino::topology

@@ -203,26 +203,12 @@ std::string UcxCommunicator::describe_ranks(const std::vector<int>& ranks) const
 }
 
 void UcxCommunicator::finish(const Call& call, std::vector<Transfer>& transfers) {
-  const std::vector<size_t> late = worker_.wait(transfers, call.deadline);
+  const std::vector<size_t> late = worker_.wait(
+      transfers, call.deadline, call.signature != 0 ? kSignatureMask : 0, call.signature);
   const std::string where = std::string("ucx ") + call.op +
                             (call.algorithm[0] ? std::string(" (") + call.algorithm + ")" : "") +
                             " on group '" + group_ + "' (rank " + std::to_string(rank_) + " of " +
                             std::to_string(size_) + ")";
-  if (!late.empty()) {
-    std::vector<int> peers;
-    for (size_t i : late) {
-      const int peer = transfers[i].peer;
-      if (peer >= 0 && std::find(peers.begin(), peers.end(), peer) == peers.end()) {
-        peers.push_back(peer);
-      }
-    }
-    throw TransportError(DOMINO_ERR_TIMEOUT,
-                         where + ": rank(s) " + (peers.empty() ? "any" : describe_ranks(peers)) +
-                             " did not take part within " + std::to_string(timeout_.count()) +
-                             " ms; they may have died, hang, or not have called " + call.op +
-                             ". Check those ranks' logs; raise the group timeout if they are "
-                             "just slow.");
-  }
   for (const Transfer& t : transfers) {
     if (!t.is_receive || call.signature == 0) continue;
     if (t.status != UCS_OK && t.status != UCS_ERR_MESSAGE_TRUNCATED) continue;
@@ -237,6 +223,21 @@ void UcxCommunicator::finish(const Call& call, std::vector<Transfer>& transfers)
                              "or its root. Every rank must issue the same collectives in the "
                              "same order with the same dtype, op and root; this group cannot "
                              "continue.");
+  }
+  if (!late.empty()) {
+    std::vector<int> peers;
+    for (size_t i : late) {
+      const int peer = transfers[i].peer;
+      if (peer >= 0 && std::find(peers.begin(), peers.end(), peer) == peers.end()) {
+        peers.push_back(peer);
+      }
+    }
+    throw TransportError(DOMINO_ERR_TIMEOUT,
+                         where + ": rank(s) " + (peers.empty() ? "any" : describe_ranks(peers)) +
+                             " did not take part within " + std::to_string(timeout_.count()) +
+                             " ms; they may have died, hang, or not have called " + call.op +
+                             ". Check those ranks' logs; raise the group timeout if they are "
+                             "just slow.");
   }
   // The transfer that failed first explains the rest, which were cancelled because of it.
   std::stable_partition(transfers.begin(), transfers.end(),

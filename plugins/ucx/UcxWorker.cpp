@@ -1,8 +1,10 @@
 #include "UcxWorker.h"
 
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -31,6 +33,18 @@ bool host_has_rdma_device() {
   std::error_code error;
   const std::filesystem::path devices("/sys/class/infiniband");
   return std::filesystem::exists(devices, error) && !std::filesystem::is_empty(devices, error);
+}
+
+// This thread's wake descriptor (an eventfd), or -1 when none can be made.
+int thread_wake_fd() {
+  struct WakeFd {
+    int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    ~WakeFd() {
+      if (fd >= 0) close(fd);
+    }
+  };
+  thread_local const WakeFd wake;
+  return wake.fd;
 }
 
 void sleep_for_microseconds(long us) {
@@ -63,6 +77,12 @@ UcxWorker::UcxWorker() {
   params.field_mask = UCP_PARAM_FIELD_FEATURES;
   params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
   status = ucp_init(&params, config, &context_);
+  if (status != UCS_OK) {
+    // Transports without wake-up events only (a UCX_TLS that names just those): waiters fall
+    // back to short sleeps.
+    params.features = UCP_FEATURE_TAG;
+    status = ucp_init(&params, config, &context_);
+  }
   ucp_config_release(config);
   if (status != UCS_OK) fail("ucp_init", status);
 
@@ -109,7 +129,7 @@ void UcxWorker::drop_endpoint(const std::string& peer_address) {
   param.flags = UCP_EP_CLOSE_FLAG_FORCE;  // cancels what is still queued on it
   void* request = ucp_ep_close_nbx(found->second, &param);
   if (UCS_PTR_IS_PTR(request)) {
-    while (ucp_request_check_status(request) == UCS_INPROGRESS) ucp_worker_progress(worker_);
+    while (ucp_request_check_status(request) == UCS_INPROGRESS) progress();
     ucp_request_free(request);
   }
   endpoints_.erase(found);
@@ -174,10 +194,26 @@ Transfer UcxWorker::post_receive(int peer, ucp_tag_t tag, ucp_tag_t mask, void* 
   return t;
 }
 
-bool UcxWorker::poll(std::vector<Transfer>& transfers) {
+void UcxWorker::progress() {
   unsigned progressed = 0;
   for (unsigned n; (n = ucp_worker_progress(worker_)) != 0;) progressed += n;
-  if (progressed != 0 && sleepers_.load() > 0) ucp_worker_signal(worker_);
+  if (progressed == 0) return;
+  const uint64_t one = 1;
+  for (int fd : sleeping_) (void)!write(fd, &one, sizeof one);
+}
+
+void UcxWorker::stop_sleeping(int wake_fd) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto found = std::find(sleeping_.begin(), sleeping_.end(), wake_fd);
+    if (found != sleeping_.end()) sleeping_.erase(found);
+  }
+  uint64_t count = 0;
+  (void)!read(wake_fd, &count, sizeof count);
+}
+
+bool UcxWorker::poll(std::vector<Transfer>& transfers) {
+  progress();
   bool all_done = true;
   for (Transfer& t : transfers) {
     if (t.request == nullptr) continue;
@@ -198,37 +234,41 @@ bool UcxWorker::poll(std::vector<Transfer>& transfers) {
   return all_done;
 }
 
-bool UcxWorker::arm_for_sleep() {
-  const ucs_status_t status = ucp_worker_arm(worker_);
-  if (status == UCS_OK) {
-    sleepers_.fetch_add(1);
-    return true;
-  }
-  if (status != UCS_ERR_BUSY) event_fd_ = -1;  // wake-up does not work here: short sleeps
-  return false;
-}
-
 std::vector<size_t> UcxWorker::wait(std::vector<Transfer>& transfers,
-                                    std::chrono::steady_clock::time_point deadline) {
+                                    std::chrono::steady_clock::time_point deadline,
+                                    ucp_tag_t check_mask, ucp_tag_t check_value) {
   // Spin briefly (small messages complete within microseconds), then sleep until the network
-  // has news, so that ranks sharing few cores leave them to whoever has work. A failed transfer
-  // ends the wait at once: its partners would otherwise sit out the whole timeout.
+  // or another thread has news, so that ranks sharing few cores leave them to whoever has work.
+  // A failed transfer ends the wait at once: its partners would otherwise sit out the timeout.
   constexpr int kSpinRounds = 64;
   // Bounds each sleep in case an event reaches no descriptor (and for the deadline).
   constexpr auto kLongestSleep = std::chrono::milliseconds(10);
+  auto disagrees = [&](const Transfer& t) {
+    const ucp_tag_t seen = t.sender_tag & check_mask;
+    return t.is_receive && check_mask != 0 && t.status == UCS_OK && seen != 0 &&
+           seen != check_value;
+  };
   bool failed = false;
   for (int round = 0;; round = std::min(round + 1, 1 << 20)) {
+    const int wake_fd = round >= kSpinRounds ? thread_wake_fd() : -1;
     bool armed = false, events_pending = false;
     int sleep_on = -1;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (poll(transfers)) return {};
       for (const Transfer& t : transfers)
-        failed = failed || (t.request == nullptr && t.status != UCS_OK);
-      if (!failed && round >= kSpinRounds && event_fd_ >= 0) {
-        armed = arm_for_sleep();
-        events_pending = !armed && event_fd_ >= 0;  // they came in since the progress above
-        if (armed) sleep_on = event_fd_;
+        failed = failed || (t.request == nullptr && (t.status != UCS_OK || disagrees(t)));
+      if (!failed && wake_fd >= 0 && event_fd_ >= 0) {
+        const ucs_status_t status = ucp_worker_arm(worker_);
+        if (status == UCS_OK) {
+          armed = true;
+          sleep_on = event_fd_;
+          sleeping_.push_back(wake_fd);
+        } else if (status == UCS_ERR_BUSY) {
+          events_pending = true;  // they came in since the progress above
+        } else {
+          event_fd_ = -1;  // wake-up does not work here: short sleeps from now on
+        }
       }
     }
     if (failed) break;
@@ -238,7 +278,7 @@ std::vector<size_t> UcxWorker::wait(std::vector<Transfer>& transfers,
     }
     const auto now = std::chrono::steady_clock::now();
     if (now >= deadline) {
-      if (armed) sleepers_.fetch_sub(1);
+      if (armed) stop_sleeping(wake_fd);
       break;
     }
     if (events_pending) continue;
@@ -246,9 +286,9 @@ std::vector<size_t> UcxWorker::wait(std::vector<Transfer>& transfers,
       const auto nap = std::min<std::chrono::nanoseconds>(deadline - now, kLongestSleep);
       const timespec limit{static_cast<time_t>(nap.count() / 1000000000),
                            static_cast<long>(nap.count() % 1000000000)};
-      pollfd descriptor{sleep_on, POLLIN, 0};
-      ppoll(&descriptor, 1, &limit, nullptr);
-      sleepers_.fetch_sub(1);
+      pollfd descriptors[2] = {{sleep_on, POLLIN, 0}, {wake_fd, POLLIN, 0}};
+      ppoll(descriptors, 2, &limit, nullptr);
+      stop_sleeping(wake_fd);
     } else {
       sleep_for_microseconds(round < 1024 ? 5 : 50);
     }
@@ -265,7 +305,7 @@ std::vector<size_t> UcxWorker::wait(std::vector<Transfer>& transfers,
       // bounded chance to end, else leave the request to UCX (the communicator is broken).
       for (int spin = 0; spin < 100000 && ucp_request_check_status(t.request) == UCS_INPROGRESS;
            ++spin) {
-        ucp_worker_progress(worker_);
+        progress();
       }
       if (ucp_request_check_status(t.request) != UCS_INPROGRESS) ucp_request_free(t.request);
     } else {

@@ -2,13 +2,14 @@
 // group and lane: UCX wants one worker per process, and an endpoint to a peer serves every group
 // that peer is in. UCP runs in serialized mode under one mutex; waiting threads take turns
 // progressing it, so no thread of ours ever sits inside UCX for long. A waiter that finds nothing
-// to do sleeps on the worker's event descriptor (UCX wake-up), so ranks waiting on the network
-// leave the cores to compute and to the ranks that share them.
+// to do sleeps on the worker's event descriptor (UCX wake-up) and on a wake descriptor of its
+// own, so ranks waiting on the network leave the cores to compute and to the ranks that share
+// them; a thread whose progress moved anything wakes the sleepers through their own
+// descriptors (the worker's can be re-armed, and so emptied, by anyone).
 #pragma once
 
 #include <ucp/api/ucp.h>
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -51,9 +52,11 @@ class UcxWorker {
   Transfer post_receive(int peer, ucp_tag_t tag, ucp_tag_t mask, void* data, size_t bytes);
   // Progresses until every transfer has completed or deadline passes. Returns the indexes of
   // those still incomplete (already cancelled, their endpoints closed); completed ones carry
-  // their status.
+  // their status. A failed transfer ends the wait at once (the rest are cancelled), and so does
+  // a receive whose sender's tag, under check_mask, is neither check_value nor 0.
   std::vector<size_t> wait(std::vector<Transfer>& transfers,
-                           std::chrono::steady_clock::time_point deadline);
+                           std::chrono::steady_clock::time_point deadline, ucp_tag_t check_mask = 0,
+                           ucp_tag_t check_value = 0);
 
  private:
   UcxWorker();
@@ -61,19 +64,19 @@ class UcxWorker {
   ucp_ep_h endpoint(const std::string& peer_address, ucs_status_t* status);
   void drop_endpoint(const std::string& peer_address);  // under mutex_
   bool poll(std::vector<Transfer>& transfers);          // under mutex_; true when all done
-  // Under mutex_, after poll: true when the worker is armed and the caller may sleep on
-  // event_fd_ (counted in sleepers_ until it wakes); false when events are already pending, or
-  // when wake-up failed (event_fd_ is then -1 for good).
-  bool arm_for_sleep();
+  // Under mutex_: drains the worker's events; when any moved, wakes every sleeper.
+  void progress();
+  // Takes this thread's wake descriptor off the sleepers and empties it.
+  void stop_sleeping(int wake_fd);
 
   std::mutex mutex_;
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   std::string address_;
   int event_fd_ = -1;  // -1: UCX offers no wake-up here, waiters poll with short sleeps
-  // Threads asleep on event_fd_: one that progresses the worker for them wakes them, since the
-  // completions it handled will not signal the descriptor again.
-  std::atomic<int> sleepers_{0};
+  // Wake descriptors of the threads asleep on event_fd_ (under mutex_): completions another
+  // thread handles for them will not signal event_fd_ again.
+  std::vector<int> sleeping_;
   std::map<std::string, ucp_ep_h> endpoints_;
   std::map<uint64_t, int> ids_;
 };

@@ -77,6 +77,20 @@ TEST(Router, GathersAndScattersOfBlocksGoByRailBroadcastsByLeadersTheRestFlat) {
   EXPECT_EQ(uneven.choose(Collective::kBroadcast, 1 << 20).kind, PlanKind::kLeader);
 }
 
+TEST(Router, AFlatRingWhoseRanksAlternateHostsIsPricedForEveryEdgeCrossing) {
+  // 0,1 | 2,3: one ring edge leaves each host; 0,2 | 1,3: two do, sharing the host's link.
+  const Router contiguous(kTwoByTwo, CostModel{}, {});
+  const Router interleaved(hosts_of({"a", "b", "a", "b"}), CostModel{}, {});
+  auto flat_us = [](const Router& router) {
+    for (const Plan& plan : router.candidates(Collective::kAllGather, 4 << 20)) {
+      if (plan.kind == PlanKind::kFlatInter) return plan.predicted_us;
+    }
+    return 0.0;
+  };
+  EXPECT_GT(flat_us(interleaved), 1.8 * flat_us(contiguous));
+  EXPECT_EQ(interleaved.choose(Collective::kAllGather, 4 << 20).kind, PlanKind::kHierarchical);
+}
+
 TEST(Router, ForcedPlanAndAlgorithmAreHonouredWhereFeasible) {
   RouterOptions options;
   options.forced_plan = PlanKind::kLeader;

@@ -4,6 +4,7 @@
 // agree.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <thread>
@@ -200,6 +201,37 @@ TEST(UcxFaults, RanksDisagreeingOnDtypeOpOrCollectiveAreToldWhenTheSizesAgree) {
       EXPECT_EQ(outcomes[0].message, "") << variant;
     }
   }
+}
+
+TEST(UcxFaults, AMismatchIsToldAtOnceWhileOtherPartsOfTheCallAreStillMissing) {
+  // Rank 0 runs an all-to-all; rank 1 sends its part of a gather, rank 2 nothing. Rank 0 must
+  // not sit out the timeout waiting for rank 2 once rank 1's message shows the disagreement.
+  testing::UcxGroup group;
+  const auto outcomes = group.run(3, 20000, [](int rank, UcxCommunicator& comm) -> std::string {
+    std::vector<int64_t> mine(3, rank), all(3, -1);
+    if (rank == 2) {  // alive, but in no collective
+      std::this_thread::sleep_for(std::chrono::seconds(3));
+      return "";
+    }
+    if (rank == 1) {
+      std::vector<int64_t> one(1, rank), none;
+      comm.gather(buf(one), buf(none), 0);
+      return "";
+    }
+    const uint64_t counts[] = {1, 1, 1}, offsets[] = {0, 1, 2};
+    const auto began = std::chrono::steady_clock::now();
+    try {
+      comm.alltoall(buf(mine), counts, offsets, buf(all), counts, offsets);
+      return "no error";
+    } catch (const TransportError& e) {
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+      if (seconds > 1.5) return "told only after " + std::to_string(seconds) + " s";
+      const std::string text = e.what();
+      return text.find("a gather of int64") != std::string::npos ? "" : text;
+    }
+  });
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(outcomes[r].message, "") << "rank " << r;
 }
 
 TEST(UcxCollectives, OrderSensitiveMaxGivesEveryRankTheSameBits) {

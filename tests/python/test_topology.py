@@ -51,6 +51,19 @@ def test_a_group_across_hosts_reports_hosts_transports_and_plans(tmp_path):
         assert all(p["predicted_us"] > 0 for p in routing["plans"] if p["op"] != "barrier")
 
 
+def test_a_host_with_two_ranks_has_its_shared_memory_measured_too(tmp_path):
+    # Four ranks, two per simulated host: rank 0 and its host's other rank time the in-host link
+    # as rank 0 and the next host's first rank time the network; every rank adopts rank 0's.
+    init = f"file://{tmp_path}/store"
+    views = assert_all_ok(run_ranks(4, "hosts_apart", init, backend="none"))
+    for view in views:
+        costs = view["routing"]["cost_model"]
+        for link in ("intra", "inter"):
+            assert costs[link]["source"] == "measured", costs
+            assert costs[link]["latency_us"] > 0 and costs[link]["gbytes_per_s"] > 0, costs
+        assert costs == views[0]["routing"]["cost_model"]
+
+
 def test_configured_costs_and_forced_plans_show_in_the_report(tmp_path):
     init = f"file://{tmp_path}/store"
     env = {"DOMINO_COST_INTER": "100,0.5", "DOMINO_ALGO": "leader,ring"}
