@@ -5,7 +5,8 @@ each. For a 16 MiB all-reduce it times, in one run, the router's automatic plan,
 split-rail hierarchical plan, a flat UCX ring with host-contiguous ranks (0,1 | 2,3) and with
 interleaved ranks (0,2 | 1,3), and gloo; it counts the bytes that crossed the link (the veth's
 own tx counters, so TCP/IP headers included). For messages of 4 KiB or less it compares the
-router's automatic choice with every forced plan. It also times a 16 MiB all-gather (gathered
+router's automatic choice with every forced plan. Each host's local rank l is pinned to core l.
+It also times a 16 MiB all-gather (gathered
 size) by rail then inside the host against flat, in both rank orders. UCX runs over TCP only (UCX_TLS=tcp,self), so
 nothing slips between the namespaces through shared memory.
 
@@ -18,6 +19,7 @@ import argparse
 import csv
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -51,7 +53,11 @@ def launch(link: ShapedLink, modes: list[str], hosts, sizes, iters: int, repeats
     for rank, host in enumerate(hosts):
         env = dict(os.environ, OMP_NUM_THREADS="1", UCX_TLS="tcp,self", DOMINO_LOG="info",
                    UCX_NET_DEVICES=link.device(host), GLOO_SOCKET_IFNAME=link.device(host))
-        cmd = ["ip", "netns", "exec", link.namespaces[host], sys.executable, __file__, "--worker",
+        # Each host's local rank l runs on core l, as ranks on hosts of their own would each have
+        # a core: left to the scheduler, which pairs of the four ranks share a core changes from
+        # run to run, and with it which plan is fastest.
+        pin = ["taskset", "-c", str(hosts[:rank].count(host) % os.cpu_count())] if shutil.which("taskset") else []
+        cmd = [*pin, "ip", "netns", "exec", link.namespaces[host], sys.executable, __file__, "--worker",
                "--rank", str(rank), "--master", link.addresses[0], "--port", str(port),
                "--device", link.device(host), "--count-bytes", str(int(rank == hosts.index(host))),
                "--modes", ";".join(modes), "--sizes", ",".join(map(str, sizes)),
