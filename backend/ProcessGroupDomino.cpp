@@ -206,7 +206,7 @@ const char* ProcessGroupDomino::inter_transport() const {
 }
 
 topology::LinkCost ProcessGroupDomino::measure_link(const domino_plugin_v1_t* plugin, int peer,
-                                                    const std::string& what) {
+                                                    const std::string& what, bool by_collectives) {
   std::vector<int64_t> members = {global_ranks_[0], global_ranks_[static_cast<size_t>(peer)]};
   StoreBootstrap bootstrap(store_, "domino/probe-" + what + "/");
   const std::string name = group_name_ + "/probe-" + what;
@@ -219,17 +219,17 @@ topology::LinkCost ProcessGroupDomino::measure_link(const domino_plugin_v1_t* pl
   config.timeout_ms = std::min<int64_t>(options_->timeout.count(), 10000);
   config.bootstrap = bootstrap.table();
   Communicator comm(plugin, config);
-  return what == "intra" ? probe_collective_link(comm) : probe_link(comm, config.rank);
+  return by_collectives ? probe_collective_link(comm) : probe_link(comm, config.rank);
 }
 
 topology::Router ProcessGroupDomino::agree_on_routing(const std::string& host_list) {
   topology::CostModel costs;
   // Rank 0 and one peer measure each link the router weighs; everyone adopts rank 0's figures.
   auto measure = [&](topology::LinkCost& cost, const domino_plugin_v1_t* plugin, int peer,
-                     const char* what, const char* variable) {
+                     const char* what, const char* variable, bool by_collectives) {
     if (rank_ != 0 && rank_ != peer) return;
     try {
-      cost = measure_link(plugin, peer, what);
+      cost = measure_link(plugin, peer, what, by_collectives);
     } catch (const std::exception& e) {
       log_line(LogLevel::kWarn, rank_,
                label() + ": could not measure the " + what + "-host link (" + e.what() +
@@ -240,14 +240,15 @@ topology::Router ProcessGroupDomino::agree_on_routing(const std::string& host_li
   if (settings_.cost_inter) {
     costs.inter = *settings_.cost_inter;
   } else if (!layout_.single_host()) {
-    measure(costs.inter, inter_plugin_, layout_.host_ranks[1].front(), "inter",
-            "DOMINO_COST_INTER");
+    measure(costs.inter, inter_plugin_, layout_.host_ranks[1].front(), "inter", "DOMINO_COST_INTER",
+            false);
   }
   // Only groups across hosts weigh in-host steps against the network; one host has one plan.
   if (settings_.cost_intra) {
     costs.intra = *settings_.cost_intra;
   } else if (!layout_.single_host() && layout_.host_ranks[0].size() > 1) {
-    measure(costs.intra, plugin_, layout_.host_ranks[0][1], "intra", "DOMINO_COST_INTRA");
+    // The router prices in-host steps as collectives (single-copy reads), not as sends.
+    measure(costs.intra, plugin_, layout_.host_ranks[0][1], "intra", "DOMINO_COST_INTRA", true);
   }
   auto encode = [](const topology::LinkCost& c) {
     return std::to_string(c.latency_us) + ";" + std::to_string(c.gbytes_per_s) + ";" + c.source;

@@ -175,10 +175,11 @@ class ProcessGroupDomino : public c10d::Backend {
   // The registry's transport that variable (whose value is chosen) names; "auto" = automatic.
   const domino_plugin_v1_t* loaded_transport(const char* variable, const std::string& chosen,
                                              const char* automatic) const;
-  // Ping-pong between rank 0 and group rank peer over plugin (ranks 0 and peer only); what
-  // ("intra" or "inter") scopes the rendezvous keys.
+  // Times the link between rank 0 and group rank peer over plugin (ranks 0 and peer only), by
+  // ping-pong or, by_collectives, by two-rank all-reduces; what ("intra" or "inter") scopes the
+  // rendezvous keys.
   topology::LinkCost measure_link(const domino_plugin_v1_t* plugin, int peer,
-                                  const std::string& what);
+                                  const std::string& what, bool by_collectives);
   // Chooses binding_ from the host topology and applies the NIC choice.
   void bind();
   // Rank 0's plan settings and costs, which every rank adopts so that all plan alike.

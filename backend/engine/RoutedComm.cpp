@@ -71,15 +71,25 @@ RoutedComm::RoutedComm(const topology::Router& router, int rank, const Factory& 
   }
 }
 
-Communicator& RoutedComm::flat(Collective op, size_t bytes) {
-  if (!flat_inter_) {  // one communicator, nothing to choose: keep the router off the hot path
-    last_plan_ = topology::plan_name(PlanKind::kFlatIntra);
-    return *flat_intra_;
-  }
-  const topology::Plan plan = router_.choose(op, bytes);
-  last_plan_ = topology::plan_name(plan.kind);
-  if (plan.kind == PlanKind::kFlatIntra && flat_intra_) return *flat_intra_;
+PlanKind RoutedComm::plan_for(Collective op, size_t bytes) {
+  // One communicator, nothing to choose: keep the router off the hot path.
+  const PlanKind kind = flat_inter_ ? router_.choose(op, bytes).kind : PlanKind::kFlatIntra;
+  last_plan_ = topology::plan_name(kind);
+  return kind;
+}
+
+bool RoutedComm::two_level(PlanKind kind) const {
+  return (kind == PlanKind::kHierarchical && rail_) ||
+         (kind == PlanKind::kLeader && (leaders_ || local_));
+}
+
+Communicator& RoutedComm::flat_comm(PlanKind kind) {
+  if (kind == PlanKind::kFlatIntra && flat_intra_) return *flat_intra_;
   return flat_inter_ ? *flat_inter_ : *flat_intra_;
+}
+
+Communicator& RoutedComm::flat(Collective op, size_t bytes) {
+  return flat_comm(plan_for(op, bytes));
 }
 
 void RoutedComm::allreduce(const domino_buffer_t& send, const domino_buffer_t& recv_buffer,
@@ -121,37 +131,21 @@ void RoutedComm::run_allreduce(PlanKind kind, const domino_buffer_t& send, domin
                                domino_redop_t op) {
   last_plan_ = topology::plan_name(kind);
   if (kind != PlanKind::kHierarchical && kind != PlanKind::kLeader) {
-    (flat_intra_ && kind == PlanKind::kFlatIntra ? *flat_intra_ : *flat_inter_)
-        .allreduce(send, recv, op);
+    flat_comm(kind).allreduce(send, recv, op);
     return;
   }
   const size_t bytes = recv.count * dtype_size(recv.dtype);
   if (send.ptr != recv.ptr && bytes > 0) memory_->copy(recv.ptr, send.ptr, bytes, recv.device);
   // AVG is a sum until the end: a mean of per-host means would weigh hosts, not ranks.
   const domino_redop_t step_op = op == DOMINO_AVG ? DOMINO_SUM : op;
-  try {
+  run_two_level("allreduce", kind, [&] {
     if (kind == PlanKind::kHierarchical) {
       allreduce_hierarchical(recv, step_op);
     } else {
       allreduce_leader(recv, step_op);
     }
-  } catch (const TransportError& e) {
-    // The failing step names its own sub-group; say which collective it was part of.
-    throw TransportError(e.status(),
-                         std::string("allreduce (") + topology::plan_name(kind) +
-                             " plan across hosts) failed in one of its steps: " + e.what());
-  }
+  });
   if (op == DOMINO_AVG) memory_->divide(recv, size_);
-}
-
-std::optional<PlanKind> RoutedComm::two_level(Collective op, size_t bytes) {
-  if (!flat_inter_ || !router_.multi_host()) return std::nullopt;
-  const PlanKind kind = router_.choose(op, bytes).kind;
-  const bool ready = (kind == PlanKind::kHierarchical && rail_) ||
-                     (kind == PlanKind::kLeader && (leaders_ || local_));
-  if (!ready) return std::nullopt;
-  last_plan_ = topology::plan_name(kind);
-  return kind;
 }
 
 template <class Steps>
@@ -159,6 +153,7 @@ void RoutedComm::run_two_level(const char* op, PlanKind kind, Steps&& steps) {
   try {
     steps();
   } catch (const TransportError& e) {
+    // The failing step names its own sub-group; say which collective it was part of.
     throw TransportError(e.status(),
                          std::string(op) + " (" + topology::plan_name(kind) +
                              " plan across hosts) failed in one of its steps: " + e.what());
@@ -272,14 +267,13 @@ void RoutedComm::barrier() {
 
 void RoutedComm::broadcast(const domino_buffer_t& buffer_in, int root) {
   domino_buffer_t buffer = buffer_in;
-  const size_t bytes = buffer.count * dtype_size(buffer.dtype);
-  if (root >= 0 && root < size_) {  // a bad root is the flat communicator's to refuse
-    if (const auto kind = two_level(Collective::kBroadcast, bytes)) {
-      run_two_level("broadcast", *kind, [&] { broadcast_leader(buffer, root); });
-      return;
-    }
+  const PlanKind kind = plan_for(Collective::kBroadcast, buffer.count * dtype_size(buffer.dtype));
+  // A bad root is the flat communicator's to refuse.
+  if (two_level(kind) && root >= 0 && root < size_) {
+    run_two_level("broadcast", kind, [&] { broadcast_leader(buffer, root); });
+    return;
   }
-  flat(Collective::kBroadcast, bytes).broadcast(buffer, root);
+  flat_comm(kind).broadcast(buffer, root);
 }
 
 void RoutedComm::reduce(const domino_buffer_t& send, const domino_buffer_t& recv_buffer,
@@ -290,23 +284,23 @@ void RoutedComm::reduce(const domino_buffer_t& send, const domino_buffer_t& recv
 
 void RoutedComm::allgather(const domino_buffer_t& send, const domino_buffer_t& recv_buffer) {
   domino_buffer_t recv = recv_buffer;
-  const size_t bytes = send.count * dtype_size(send.dtype);
-  if (const auto kind = two_level(Collective::kAllGather, bytes)) {
-    run_two_level("allgather", *kind, [&] { allgather_hierarchical(send, recv); });
+  const PlanKind kind = plan_for(Collective::kAllGather, send.count * dtype_size(send.dtype));
+  if (two_level(kind)) {
+    run_two_level("allgather", kind, [&] { allgather_hierarchical(send, recv); });
     return;
   }
-  flat(Collective::kAllGather, bytes).allgather(send, recv);
+  flat_comm(kind).allgather(send, recv);
 }
 
 void RoutedComm::reduce_scatter(const domino_buffer_t& send, const domino_buffer_t& recv_buffer,
                                 domino_redop_t op) {
   domino_buffer_t recv = recv_buffer;
-  const size_t bytes = recv.count * dtype_size(recv.dtype);
-  if (const auto kind = two_level(Collective::kReduceScatter, bytes)) {
-    run_two_level("reduce_scatter", *kind, [&] { reduce_scatter_hierarchical(send, recv, op); });
+  const PlanKind kind = plan_for(Collective::kReduceScatter, recv.count * dtype_size(recv.dtype));
+  if (two_level(kind)) {
+    run_two_level("reduce_scatter", kind, [&] { reduce_scatter_hierarchical(send, recv, op); });
     return;
   }
-  flat(Collective::kReduceScatter, bytes).reduce_scatter(send, recv, op);
+  flat_comm(kind).reduce_scatter(send, recv, op);
 }
 
 void RoutedComm::gather(const domino_buffer_t& send, const domino_buffer_t& recv_buffer, int root) {

@@ -66,14 +66,18 @@ class RoutedComm {
   const std::string& last_plan() const { return last_plan_; }
 
  private:
+  // The plan op takes (kept for last_plan()), asking the router only across communicators.
+  topology::PlanKind plan_for(topology::Collective op, size_t bytes);
+  // Whether kind is a two-level plan this rank has the communicators for.
+  bool two_level(topology::PlanKind kind) const;
+  // The whole-group communicator a flat plan runs on.
+  Communicator& flat_comm(topology::PlanKind kind);
   // The whole-group communicator a flat plan of op uses.
   Communicator& flat(topology::Collective op, size_t bytes);
   void run_allreduce(topology::PlanKind kind, const domino_buffer_t& send, domino_buffer_t& recv,
                      domino_redop_t op);
   void allreduce_hierarchical(domino_buffer_t& data, domino_redop_t op);
   void allreduce_leader(domino_buffer_t& data, domino_redop_t op);
-  // The two-level plan the router picks for op, if any (the level communicators exist).
-  std::optional<topology::PlanKind> two_level(topology::Collective op, size_t bytes);
   // Runs a two-level plan's steps; a failing step's error also names the op and the plan.
   template <class Steps>
   void run_two_level(const char* op, topology::PlanKind kind, Steps&& steps);

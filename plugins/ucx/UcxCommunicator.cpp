@@ -205,10 +205,12 @@ std::string UcxCommunicator::describe_ranks(const std::vector<int>& ranks) const
 void UcxCommunicator::finish(const Call& call, std::vector<Transfer>& transfers) {
   const std::vector<size_t> late = worker_.wait(
       transfers, call.deadline, call.signature != 0 ? kSignatureMask : 0, call.signature);
-  const std::string where = std::string("ucx ") + call.op +
-                            (call.algorithm[0] ? std::string(" (") + call.algorithm + ")" : "") +
-                            " on group '" + group_ + "' (rank " + std::to_string(rank_) + " of " +
-                            std::to_string(size_) + ")";
+  // Built only for an error: finish() runs for every message of every collective.
+  auto where = [&] {
+    return std::string("ucx ") + call.op +
+           (call.algorithm[0] ? std::string(" (") + call.algorithm + ")" : "") + " on group '" +
+           group_ + "' (rank " + std::to_string(rank_) + " of " + std::to_string(size_) + ")";
+  };
   for (const Transfer& t : transfers) {
     if (!t.is_receive || call.signature == 0) continue;
     if (t.status != UCS_OK && t.status != UCS_ERR_MESSAGE_TRUNCATED) continue;
@@ -216,7 +218,7 @@ void UcxCommunicator::finish(const Call& call, std::vector<Transfer>& transfers)
     if (theirs == call.signature || theirs == 0) continue;  // 0: UCX gave no tag
     // Broken, not recoverable: partners may have more messages of their op in flight.
     throw TransportError(DOMINO_ERR_PEER,
-                         where + ": rank " + describe_ranks({t.peer}) + " sent its part of " +
+                         where() + ": rank " + describe_ranks({t.peer}) + " sent its part of " +
                              describe_signature(theirs) + " where this rank runs " +
                              describe_signature(call.signature) +
                              ": the ranks disagree on the collective, its dtype, its reduction "
@@ -233,7 +235,7 @@ void UcxCommunicator::finish(const Call& call, std::vector<Transfer>& transfers)
       }
     }
     throw TransportError(DOMINO_ERR_TIMEOUT,
-                         where + ": rank(s) " + (peers.empty() ? "any" : describe_ranks(peers)) +
+                         where() + ": rank(s) " + (peers.empty() ? "any" : describe_ranks(peers)) +
                              " did not take part within " + std::to_string(timeout_.count()) +
                              " ms; they may have died, hang, or not have called " + call.op +
                              ". Check those ranks' logs; raise the group timeout if they are "
@@ -247,7 +249,7 @@ void UcxCommunicator::finish(const Call& call, std::vector<Transfer>& transfers)
         (t.status == UCS_OK && t.is_receive && t.received_bytes != t.bytes)) {
       // Broken, not recoverable: partners may have more messages of this op in flight.
       throw TransportError(DOMINO_ERR_PEER,
-                           where + ": rank " + describe_ranks({t.peer}) + " sent " +
+                           where() + ": rank " + describe_ranks({t.peer}) + " sent " +
                                (t.status == UCS_OK ? std::to_string(t.received_bytes) + " bytes"
                                                    : std::string("more bytes")) +
                                " where this rank expected " + std::to_string(t.bytes) +
@@ -256,7 +258,7 @@ void UcxCommunicator::finish(const Call& call, std::vector<Transfer>& transfers)
                                "this group cannot continue.");
     }
     if (t.status != UCS_OK) {
-      throw TransportError(DOMINO_ERR_PEER, where + ": transfer with rank " +
+      throw TransportError(DOMINO_ERR_PEER, where() + ": transfer with rank " +
                                                 describe_ranks({t.peer}) +
                                                 " failed: " + ucs_status_string(t.status) +
                                                 ". That rank's process or host may be gone.");
