@@ -1,6 +1,7 @@
 // Built with -mavx2 -mf16c -mfma (see CMakeLists.txt); used only where the CPU has them.
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 
 #include "domino/plugin.h"
 

@@ -1,5 +1,6 @@
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 
 #include "domino/plugin.h"
 

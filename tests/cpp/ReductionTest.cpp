@@ -117,7 +117,7 @@ TEST_P(ReductionSizes, MatchesAScalarReferenceForEveryOp) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, ReductionSizes,
-                         ::testing::Combine(::testing::Values(1, 2, 3, 5, 8),
+                         ::testing::Combine(::testing::Values(1, 2, 3, 4, 5, 8, 12),
                                             ::testing::Values(size_t{0}, size_t{1}, size_t{7},
                                                               size_t{513}, size_t{4099})));
 
@@ -174,10 +174,21 @@ TEST(Reduction, BoolSumIsLogicalOrAndProductIsLogicalAnd) {
 }
 
 TEST(Reduction, OutputMayAliasAnInput) {
-  std::vector<float> a(1500, 1.5f), b(1500, 2.0f);
-  const void* ptrs[2] = {a.data(), b.data()};
-  reduce_buffers(a.data(), ptrs, 2, a.size(), DOMINO_FLOAT32, DOMINO_SUM);
-  for (float v : a) ASSERT_EQ(v, 3.5f);
+  // Every position, with input counts on both sides of the fused kernels' limit of 8.
+  for (int n : {2, 4, 8, 11}) {
+    for (int aliased = 0; aliased < n; ++aliased) {
+      std::vector<std::vector<float>> in(static_cast<size_t>(n));
+      std::vector<const void*> ptrs;
+      for (int q = 0; q < n; ++q) {
+        in[static_cast<size_t>(q)].assign(1500, static_cast<float>(q + 1));
+        ptrs.push_back(in[static_cast<size_t>(q)].data());
+      }
+      auto& out = in[static_cast<size_t>(aliased)];
+      reduce_buffers(out.data(), ptrs.data(), n, out.size(), DOMINO_FLOAT32, DOMINO_SUM);
+      for (float v : out)
+        ASSERT_EQ(v, n * (n + 1) / 2.0f) << n << " inputs, output is input " << aliased;
+    }
+  }
 }
 
 TEST(Reduction, VectorAndGenericKernelsAgree) {
