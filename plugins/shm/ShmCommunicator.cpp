@@ -396,6 +396,7 @@ void ShmCommunicator::run_chunks(Op op, const OpDescriptor& mine, size_t count, 
 void ShmCommunicator::stage_blocks(const char* source, size_t count, size_t offset, size_t n,
                                    size_t chunk, size_t element) {
   for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
     std::memcpy(slot(rank_) + static_cast<size_t>(r) * chunk * element,
                 source + (static_cast<size_t>(r) * count + offset) * element, n * element);
   }
@@ -556,7 +557,9 @@ void ShmCommunicator::reduce_scatter(const domino_buffer_t& send, const domino_b
       [&](size_t offset, size_t n) { stage_blocks(in, count, offset, n, chunk, element); },
       [&](size_t offset, size_t n) {
         for (int r = 0; r < size_; ++r) {
-          inputs_[static_cast<size_t>(r)] = slot(r) + static_cast<size_t>(rank_) * chunk * element;
+          inputs_[static_cast<size_t>(r)] =
+              r == rank_ ? in + (static_cast<size_t>(rank_) * count + offset) * element
+                         : slot(r) + static_cast<size_t>(rank_) * chunk * element;
         }
         reduce_buffers(out + offset * element, inputs_.data(), size_, n, send.dtype, op);
       });
@@ -592,8 +595,10 @@ void ShmCommunicator::scatter(const domino_buffer_t& send, const domino_buffer_t
         if (rank_ == root) stage_blocks(in, count, offset, n, chunk, element);
       },
       [&](size_t offset, size_t n) {
-        std::memcpy(out + offset * element,
-                    slot(root) + static_cast<size_t>(rank_) * chunk * element, n * element);
+        const char* from = rank_ == root
+                               ? in + (static_cast<size_t>(root) * count + offset) * element
+                               : slot(root) + static_cast<size_t>(rank_) * chunk * element;
+        std::memcpy(out + offset * element, from, n * element);
       });
 }
 

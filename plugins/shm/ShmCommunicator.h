@@ -70,7 +70,7 @@ class ShmCommunicator {
   void collect(Op op, const OpDescriptor& mine, const domino_buffer_t& send,
                const domino_buffer_t& recv, int root);
   // Copies elements [offset, offset + n) of each rank's block (blocks of `count` in source) into
-  // this rank's slot, block r at r * chunk.
+  // this rank's slot, block r at r * chunk; not this rank's own block, which it reads in place.
   void stage_blocks(const char* source, size_t count, size_t offset, size_t n, size_t chunk,
                     size_t element);
   void reduce_to(const domino_buffer_t& send, const domino_buffer_t& recv, domino_redop_t op,
