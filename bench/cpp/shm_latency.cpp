@@ -1,6 +1,7 @@
 // Round-trip latency of the shared-memory transport alone (no torch, no Python): N forked ranks
 // run back-to-back 8-byte all-reduces, then large ones, and rank 0 prints microseconds per op.
 //   shm_latency [ranks] [iterations] [workspace_bytes]
+// DOMINO_SINGLE_COPY=off times the path through the segment where single-copy reads would run.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -8,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <string>
 #include <vector>
 
 #include "plugins/shm/ShmCommunicator.h"
@@ -32,6 +34,8 @@ int main(int argc, char** argv) {
     config.group_name = "bench";
     config.timeout_ms = 60000;
     config.workspace_bytes = workspace;
+    const char* single_copy = std::getenv("DOMINO_SINGLE_COPY");
+    config.single_copy = single_copy != nullptr && std::string(single_copy) == "off" ? -1 : 0;
     config.bootstrap = bootstrap.table();
     domino::shm::ShmCommunicator comm(config);
     if (rank == 0) std::printf("single-copy reads: %s\n", comm.single_copy() ? "on" : "off");

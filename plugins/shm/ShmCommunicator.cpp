@@ -471,10 +471,21 @@ void ShmCommunicator::reduce_to(const domino_buffer_t& send, const domino_buffer
               r == rank_ ? static_cast<const void*>(in + (offset + lo) * element)
                          : slot(r) + lo * element;
         }
-        reduce_buffers(slot(rank_) + lo * element, inputs_.data(), size_, hi - lo, send.dtype, op);
+        // A receiving rank reduces straight into its output and publishes the slice from there
+        // while it is still in cache, instead of copying it back out of its slot later.
+        char* own = slot(rank_) + lo * element;
+        const size_t own_bytes = (hi - lo) * element;
+        if (receives) {
+          reduce_buffers(out + (offset + lo) * element, inputs_.data(), size_, hi - lo, send.dtype,
+                         op);
+          std::memcpy(own, out + (offset + lo) * element, own_bytes);
+        } else {
+          reduce_buffers(own, inputs_.data(), size_, hi - lo, send.dtype, op);
+        }
         meet(name, until);
         if (!receives) return;
         for (int r = 0; r < size_; ++r) {
+          if (r == rank_) continue;
           const auto [rlo, rhi] = slice_of(n, size_, r, element);
           std::memcpy(out + (offset + rlo) * element, slot(r) + rlo * element,
                       (rhi - rlo) * element);
