@@ -27,6 +27,10 @@ constexpr uint64_t kChannelBytes = 128ull << 10;
 // Above these sizes direct single-copy reads beat copying through the segment; below, the
 // system-call cost per read dominates (measured with python -m torch_domino.bench).
 constexpr size_t kSingleCopyAllreduceBytes = 1ull << 20;
+// Above this an all-reduce's buffers outgrow the caches and memory traffic decides: direct
+// reads move 3 bytes through memory per byte reduced, the segment path 2 (world 2, 64 MiB:
+// 3.4-3.6 GB/s direct, 4.0-4.5 through the segment; at 32 MiB direct still wins, 5.0 vs 4.5).
+constexpr size_t kSingleCopyAllreduceMaxBytes = 32ull << 20;
 constexpr size_t kSingleCopyBytes = 64ull << 10;
 constexpr size_t kSliceAlignBytes = 64;
 
@@ -435,7 +439,8 @@ void ShmCommunicator::reduce_to(const domino_buffer_t& send, const domino_buffer
   auto* out = static_cast<char*>(recv.ptr);
   const OpDescriptor mine = describe_call(kind, send, op, root, count);
 
-  if (root < 0 && use_single_copy(count * element, kSingleCopyAllreduceBytes)) {
+  if (root < 0 && count * element <= kSingleCopyAllreduceMaxBytes &&
+      use_single_copy(count * element, kSingleCopyAllreduceBytes)) {
     allreduce_single_copy(send, recv, op, mine);
     return;
   }
