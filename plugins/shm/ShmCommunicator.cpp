@@ -28,9 +28,9 @@ constexpr uint64_t kChannelBytes = 128ull << 10;
 // system-call cost per read dominates (measured with python -m torch_domino.bench).
 constexpr size_t kSingleCopyAllreduceBytes = 1ull << 20;
 // Above this an all-reduce's buffers outgrow the caches and memory traffic decides: direct
-// reads move 3 bytes through memory per byte reduced, the segment path 2 (world 2, 64 MiB:
-// 3.4-3.6 GB/s direct, 4.0-4.5 through the segment; at 32 MiB direct still wins, 5.0 vs 4.5).
-constexpr size_t kSingleCopyAllreduceMaxBytes = 32ull << 20;
+// reads (results pushed to the peers) move 2.5 bytes through memory per byte reduced, the
+// segment path 2 (world 2: even at 64 MiB; 128 MiB 4.7 vs 5.2 GB/s, 256 MiB 4.4 vs 5.0).
+constexpr size_t kSingleCopyAllreduceMaxBytes = 64ull << 20;
 constexpr size_t kSingleCopyBytes = 64ull << 10;
 constexpr size_t kSliceAlignBytes = 64;
 
@@ -161,12 +161,24 @@ void ShmCommunicator::read_peer(int peer, void* local, uint64_t remote, size_t b
   if (bytes == 0) return;
   const int32_t pid = rank_controls(header_)[peer].pid.load();
   const int error = cross_memory_read(pid, local, reinterpret_cast<const void*>(remote), bytes);
-  if (error == 0) return;
+  if (error != 0) peer_copy_failed(peer, pid, error, "reading", op);
+}
+
+void ShmCommunicator::write_peer(int peer, uint64_t remote, const void* local, size_t bytes,
+                                 const char* op) {
+  if (bytes == 0) return;
+  const int32_t pid = rank_controls(header_)[peer].pid.load();
+  const int error = cross_memory_write(pid, reinterpret_cast<void*>(remote), local, bytes);
+  if (error != 0) peer_copy_failed(peer, pid, error, "writing", op);
+}
+
+void ShmCommunicator::peer_copy_failed(int peer, int32_t pid, int error, const char* how,
+                                       const char* op) {
   const bool gone = error == ESRCH || !process_alive(pid);
   const std::string message = std::string(op) + " on " + group_label_ + ": " +
                               (gone ? "rank " + std::to_string(peer) + " (pid " +
                                           std::to_string(pid) + ") exited mid-collective"
-                                    : "reading rank " + std::to_string(peer) +
+                                    : std::string(how) + " rank " + std::to_string(peer) +
                                           "'s buffer failed (" + std::strerror(error) + ")") +
                               ". The group cannot continue; destroy it and restart the job.";
   barrier_->mark_broken("rank " + std::to_string(rank_) + ": " + message);
@@ -184,7 +196,8 @@ void ShmCommunicator::allreduce_single_copy(const domino_buffer_t& send,
   const std::vector<Addresses> peers = exchange_addresses(Op::kAllreduce, mine, in, out);
   const Deadline until = deadline();
   const size_t chunk = slot_bytes_ / element;
-  // Reduce-scatter: this rank reduces its slice, reading the peers' inputs chunk by chunk.
+  // Each rank reduces its slice, reading the peers' inputs chunk by chunk, and writes every
+  // reduced chunk into the peers' outputs while it is still in its cache.
   const auto [lo, hi] = slice_of(count, size_, rank_, element);
   for (size_t at = lo; at < hi; at += chunk) {
     if (at > lo) yield_to_priority(until);
@@ -201,17 +214,10 @@ void ShmCommunicator::allreduce_single_copy(const domino_buffer_t& send,
       inputs_[static_cast<size_t>(q)] = buffer.data();
     }
     reduce_buffers(out + at * element, inputs_.data(), size_, n, send.dtype, op);
-  }
-  meet("allreduce", until);
-  // All-gather: read every other slice from the rank that reduced it.
-  for (int q = 0; q < size_; ++q) {
-    if (q == rank_) continue;
-    const auto [qlo, qhi] = slice_of(count, size_, q, element);
-    for (size_t at = qlo; at < qhi; at += chunk) {
-      yield_to_priority(until);
-      const size_t n = std::min(chunk, qhi - at);
-      read_peer(q, out + at * element, peers[static_cast<size_t>(q)].out + at * element,
-                n * element, "allreduce");
+    for (int q = 0; q < size_; ++q) {
+      if (q == rank_) continue;
+      write_peer(q, peers[static_cast<size_t>(q)].out + at * element, out + at * element,
+                 n * element, "allreduce");
     }
   }
   meet("allreduce", until);  // nobody reads this rank's buffers any more

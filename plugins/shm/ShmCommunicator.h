@@ -85,6 +85,9 @@ class ShmCommunicator {
   std::vector<Addresses> exchange_addresses(Op op, const OpDescriptor& mine, const void* in,
                                             const void* out);
   void read_peer(int peer, void* local, uint64_t remote, size_t bytes, const char* op);
+  void write_peer(int peer, uint64_t remote, const void* local, size_t bytes, const char* op);
+  [[noreturn]] void peer_copy_failed(int peer, int32_t pid, int error, const char* how,
+                                     const char* op);
   void allreduce_single_copy(const domino_buffer_t& send, const domino_buffer_t& recv,
                              domino_redop_t op, const OpDescriptor& mine);
   void allgather_single_copy(const domino_buffer_t& send, const domino_buffer_t& recv,
