@@ -231,14 +231,17 @@ void ShmCommunicator::allgather_single_copy(const domino_buffer_t& send,
   auto* out = static_cast<char*>(recv.ptr);
   const std::vector<Addresses> peers = exchange_addresses(Op::kAllgather, mine, in, out);
   const Deadline until = deadline();
+  // Each rank pushes its block to the peers piece by piece right after copying the piece into
+  // its own output, so its input is read from memory once.
   char* own = out + static_cast<size_t>(rank_) * bytes;
-  if (own != in) std::memmove(own, in, bytes);
-  for (int q = 0; q < size_; ++q) {
-    if (q == rank_) continue;
-    for (size_t at = 0; at < bytes; at += slot_bytes_) {
-      yield_to_priority(until);
-      read_peer(q, out + static_cast<size_t>(q) * bytes + at, peers[static_cast<size_t>(q)].in + at,
-                std::min(slot_bytes_, bytes - at), "allgather");
+  const uint64_t offset = static_cast<uint64_t>(rank_) * bytes;
+  for (size_t at = 0; at < bytes; at += slot_bytes_) {
+    if (at > 0) yield_to_priority(until);
+    const size_t n = std::min(slot_bytes_, bytes - at);
+    if (own != in) std::memmove(own + at, in + at, n);
+    for (int q = 0; q < size_; ++q) {
+      if (q == rank_) continue;
+      write_peer(q, peers[static_cast<size_t>(q)].out + offset + at, own + at, n, "allgather");
     }
   }
   meet("allgather", until);
