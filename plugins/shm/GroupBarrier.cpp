@@ -60,13 +60,16 @@ void GroupBarrier::fail(domino_status_t status, const std::string& message) {
   throw TransportError(status, message);
 }
 
+void GroupBarrier::throw_if_broken(const std::string& what) const {
+  if (!broken()) return;
+  throw TransportError(DOMINO_ERR_PEER,
+                       what + " on " + group_label_ +
+                           " aborted because another rank failed: " + header_->broken_reason);
+}
+
 void GroupBarrier::check_health(std::chrono::steady_clock::time_point now, Deadline deadline,
                                 const std::string& what_waits, int peer) {
-  if (broken()) {
-    throw TransportError(DOMINO_ERR_PEER,
-                         what_waits + " on " + group_label_ +
-                             " aborted because another rank failed: " + header_->broken_reason);
-  }
+  throw_if_broken(what_waits);
   if (peer >= 0 && !process_alive(ranks_[peer].pid.load())) {
     fail(DOMINO_ERR_PEER,
          what_waits + " on " + group_label_ + ": rank " + std::to_string(peer) + " (pid " +
@@ -90,11 +93,7 @@ void GroupBarrier::arrive_and_wait(uint64_t phase, Deadline deadline, const char
   }
   wait_for([&] { return all_arrived(phase); }, header_->barrier_word, spinning_pays(size_),
            [&](std::chrono::steady_clock::time_point now) {
-             if (broken()) {
-               throw TransportError(DOMINO_ERR_PEER, std::string(op_name) + " on " + group_label_ +
-                                                         " aborted because another rank failed: " +
-                                                         header_->broken_reason);
-             }
+             throw_if_broken(op_name);
              bool any_dead = false;
              const std::string absent = absent_ranks(phase, &any_dead);
              if (any_dead) {

@@ -23,6 +23,8 @@ class GroupBarrier {
   // died, or the deadline passed. what_waits names the operation for messages.
   void check_health(std::chrono::steady_clock::time_point now, Deadline deadline,
                     const std::string& what_waits, int peer);
+  // Throws, naming the first failure, once any rank has marked the group broken.
+  void throw_if_broken(const std::string& what) const;
 
   // Tells peers waiting on this group to give up, with why.
   void mark_broken(const std::string& reason);

@@ -30,8 +30,11 @@ struct alignas(kCacheLine) RankControl {
   std::atomic<int32_t> pid;
   OpDescriptor descriptor[2];  // indexed by round parity
   uint64_t probe_address;      // a word in this rank's private memory, for the CMA probe
-  uint32_t can_read_peer;      // this rank read its neighbour's probe word directly
-  WaitWord mailbox;            // bumped by any point-to-point progress that concerns this rank
+  uint32_t can_reach_peer;     // this rank read and wrote its neighbour's probe word directly
+  // Set while this rank may write into peers' buffers; a rank leaving a collective on an error
+  // waits for it to clear, so no late write lands in memory its owner has moved on from.
+  std::atomic<uint32_t> pushing;
+  WaitWord mailbox;  // bumped by any point-to-point progress that concerns this rank
 };
 
 // Sender -> receiver byte stream; the ring follows the control line.

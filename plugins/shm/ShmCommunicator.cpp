@@ -38,6 +38,9 @@ constexpr size_t kSingleCopyBytes = 64ull << 10;
 constexpr size_t kOversubscribedAllgatherMinBytes = 256ull << 10;
 constexpr size_t kOversubscribedAllgatherMaxBytes = 16ull << 20;
 constexpr size_t kSliceAlignBytes = 64;
+// How long a rank leaving a collective on an error waits for peers to stop writing into it;
+// they check between pieces of at most one slot, so this only runs out on a stopped process.
+constexpr auto kSettleLimit = std::chrono::seconds(10);
 
 std::string label_for(const domino_comm_config_t& c) {
   std::string ranks;
@@ -136,15 +139,16 @@ void ShmCommunicator::probe_single_copy(Deadline until) {
   meet("shared memory set-up", until);
   const int next = (rank_ + 1) % size_;
   uint64_t seen = 0;
-  const bool ok = cross_memory_read(controls[next].pid.load(), &seen,
-                                    reinterpret_cast<const void*>(controls[next].probe_address),
-                                    sizeof seen) == 0 &&
-                  seen == (kSegmentMagic ^ static_cast<uint64_t>(next));
-  controls[rank_].can_read_peer = ok ? 1 : 0;
+  const auto address = reinterpret_cast<void*>(controls[next].probe_address);
+  // Writing the word back unchanged shows writes are allowed too (a seccomp filter could differ).
+  const bool ok = cross_memory_read(controls[next].pid.load(), &seen, address, sizeof seen) == 0 &&
+                  seen == (kSegmentMagic ^ static_cast<uint64_t>(next)) &&
+                  cross_memory_write(controls[next].pid.load(), address, &seen, sizeof seen) == 0;
+  controls[rank_].can_reach_peer = ok ? 1 : 0;
   meet("shared memory set-up", until);
   // Every rank sees the same flags, so every rank takes the same path.
   single_copy_ = true;
-  for (int r = 0; r < size_; ++r) single_copy_ = single_copy_ && controls[r].can_read_peer != 0;
+  for (int r = 0; r < size_; ++r) single_copy_ = single_copy_ && controls[r].can_reach_peer != 0;
   peer_chunks_.assign(static_cast<size_t>(size_), std::vector<char>());
 }
 
@@ -172,6 +176,7 @@ void ShmCommunicator::read_peer(int peer, void* local, uint64_t remote, size_t b
 void ShmCommunicator::write_peer(int peer, uint64_t remote, const void* local, size_t bytes,
                                  const char* op) {
   if (bytes == 0) return;
+  barrier_->throw_if_broken(op);  // a peer that gave up may have left: write nothing more
   const int32_t pid = rank_controls(header_)[peer].pid.load();
   const int error = cross_memory_write(pid, reinterpret_cast<void*>(remote), local, bytes);
   if (error != 0) peer_copy_failed(peer, pid, error, "writing", op);
@@ -191,6 +196,38 @@ void ShmCommunicator::peer_copy_failed(int peer, int32_t pid, int error, const c
   throw TransportError(DOMINO_ERR_PEER, message);
 }
 
+template <class Pushes>
+void ShmCommunicator::push_then_meet(const char* op, Deadline until, Pushes&& pushes) {
+  std::atomic<uint32_t>& pushing = rank_controls(header_)[rank_].pushing;
+  try {
+    pushing.store(1);
+    pushes();
+    pushing.store(0);
+    meet(op, until);  // from here nobody writes into this rank's buffers
+  } catch (...) {
+    pushing.store(0);
+    settle_pushes(op);
+    throw;
+  }
+}
+
+void ShmCommunicator::settle_pushes(const char* op) {
+  // Marked before looking at the flags: a peer sets its flag before it checks for a broken
+  // group ahead of every write, so either it sees the mark or this rank sees its flag.
+  barrier_->mark_broken("rank " + std::to_string(rank_) + " left " + op + " on an error");
+  RankControl* controls = rank_controls(header_);
+  const auto limit = std::chrono::steady_clock::now() + kSettleLimit;
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    for (int polls = 0; controls[r].pushing.load() != 0; ++polls) {
+      // A peer that is gone or stopped for good cannot be waited out.
+      if (std::chrono::steady_clock::now() >= limit) break;
+      if (polls % 200 == 199 && !process_alive(controls[r].pid.load())) break;
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+}
+
 void ShmCommunicator::allreduce_single_copy(const domino_buffer_t& send,
                                             const domino_buffer_t& recv, domino_redop_t op,
                                             const OpDescriptor& mine) {
@@ -204,28 +241,29 @@ void ShmCommunicator::allreduce_single_copy(const domino_buffer_t& send,
   // Each rank reduces its slice, reading the peers' inputs chunk by chunk, and writes every
   // reduced chunk into the peers' outputs while it is still in its cache.
   const auto [lo, hi] = slice_of(count, size_, rank_, element);
-  for (size_t at = lo; at < hi; at += chunk) {
-    if (at > lo) yield_to_priority(until);
-    const size_t n = std::min(chunk, hi - at);
-    for (int q = 0; q < size_; ++q) {
-      if (q == rank_) {
-        inputs_[static_cast<size_t>(q)] = in + at * element;
-        continue;
+  push_then_meet("allreduce", until, [&] {
+    for (size_t at = lo; at < hi; at += chunk) {
+      if (at > lo) yield_to_priority(until);
+      const size_t n = std::min(chunk, hi - at);
+      for (int q = 0; q < size_; ++q) {
+        if (q == rank_) {
+          inputs_[static_cast<size_t>(q)] = in + at * element;
+          continue;
+        }
+        auto& buffer = peer_chunks_[static_cast<size_t>(q)];
+        buffer.resize(std::max(buffer.size(), chunk * element));
+        read_peer(q, buffer.data(), peers[static_cast<size_t>(q)].in + at * element, n * element,
+                  "allreduce");
+        inputs_[static_cast<size_t>(q)] = buffer.data();
       }
-      auto& buffer = peer_chunks_[static_cast<size_t>(q)];
-      buffer.resize(std::max(buffer.size(), chunk * element));
-      read_peer(q, buffer.data(), peers[static_cast<size_t>(q)].in + at * element, n * element,
-                "allreduce");
-      inputs_[static_cast<size_t>(q)] = buffer.data();
+      reduce_buffers(out + at * element, inputs_.data(), size_, n, send.dtype, op);
+      for (int q = 0; q < size_; ++q) {
+        if (q == rank_) continue;
+        write_peer(q, peers[static_cast<size_t>(q)].out + at * element, out + at * element,
+                   n * element, "allreduce");
+      }
     }
-    reduce_buffers(out + at * element, inputs_.data(), size_, n, send.dtype, op);
-    for (int q = 0; q < size_; ++q) {
-      if (q == rank_) continue;
-      write_peer(q, peers[static_cast<size_t>(q)].out + at * element, out + at * element,
-                 n * element, "allreduce");
-    }
-  }
-  meet("allreduce", until);  // nobody reads this rank's buffers any more
+  });
 }
 
 void ShmCommunicator::allgather_single_copy(const domino_buffer_t& send,
@@ -240,16 +278,20 @@ void ShmCommunicator::allgather_single_copy(const domino_buffer_t& send,
   // its own output, so its input is read from memory once.
   char* own = out + static_cast<size_t>(rank_) * bytes;
   const uint64_t offset = static_cast<uint64_t>(rank_) * bytes;
-  for (size_t at = 0; at < bytes; at += slot_bytes_) {
-    if (at > 0) yield_to_priority(until);
-    const size_t n = std::min(slot_bytes_, bytes - at);
-    if (own != in) std::memmove(own + at, in + at, n);
-    for (int q = 0; q < size_; ++q) {
-      if (q == rank_) continue;
-      write_peer(q, peers[static_cast<size_t>(q)].out + offset + at, own + at, n, "allgather");
+  // An input that partly overlaps its place in the output moves in one piece, before any push.
+  const bool overlapping = own != in && in < own + bytes && own < in + bytes;
+  if (overlapping) std::memmove(own, in, bytes);
+  push_then_meet("allgather", until, [&] {
+    for (size_t at = 0; at < bytes; at += slot_bytes_) {
+      if (at > 0) yield_to_priority(until);
+      const size_t n = std::min(slot_bytes_, bytes - at);
+      if (own != in && !overlapping) std::memcpy(own + at, in + at, n);
+      for (int q = 0; q < size_; ++q) {
+        if (q == rank_) continue;
+        write_peer(q, peers[static_cast<size_t>(q)].out + offset + at, own + at, n, "allgather");
+      }
     }
-  }
-  meet("allgather", until);
+  });
 }
 
 void ShmCommunicator::reduce_scatter_single_copy(const domino_buffer_t& send,
@@ -385,7 +427,8 @@ void ShmCommunicator::yield_to_priority(Deadline until) const {
   if (should_pause_ == nullptr) return;
   // Peers simply wait at the next barrier meanwhile; the pause never outlasts the deadline.
   // Sleep rather than yield: the point is to hand this core to the urgent work.
-  while (should_pause_(pause_context_) != 0 && std::chrono::steady_clock::now() < until) {
+  while (should_pause_(pause_context_) != 0 && !barrier_->broken() &&
+         std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
 }
@@ -497,7 +540,7 @@ void ShmCommunicator::reduce_to(const domino_buffer_t& send, const domino_buffer
         if (receives) {
           reduce_buffers(out + (offset + lo) * element, inputs_.data(), size_, hi - lo, send.dtype,
                          op);
-          std::memcpy(own, out + (offset + lo) * element, own_bytes);
+          if (root < 0) std::memcpy(own, out + (offset + lo) * element, own_bytes);  // for peers
         } else {
           reduce_buffers(own, inputs_.data(), size_, hi - lo, send.dtype, op);
         }

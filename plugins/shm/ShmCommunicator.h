@@ -85,7 +85,13 @@ class ShmCommunicator {
   std::vector<Addresses> exchange_addresses(Op op, const OpDescriptor& mine, const void* in,
                                             const void* out);
   void read_peer(int peer, void* local, uint64_t remote, size_t bytes, const char* op);
+  // Throws instead once the group is broken: the peer may have left the collective.
   void write_peer(int peer, uint64_t remote, const void* local, size_t bytes, const char* op);
+  // Runs pushes (writes into peers' buffers) with this rank's pushing flag set, then the closing
+  // barrier; on any error it waits, via settle_pushes, until no peer writes into this rank.
+  template <class Pushes>
+  void push_then_meet(const char* op, Deadline deadline, Pushes&& pushes);
+  void settle_pushes(const char* op);
   [[noreturn]] void peer_copy_failed(int peer, int32_t pid, int error, const char* how,
                                      const char* op);
   void allreduce_single_copy(const domino_buffer_t& send, const domino_buffer_t& recv,
@@ -96,7 +102,8 @@ class ShmCommunicator {
                                   domino_redop_t op, const OpDescriptor& mine);
   void probe_single_copy(Deadline deadline);
   // When ranks outnumber cores the rounds through the segment measured faster (bench, world 4
-  // on 2 cores), so single-copy reads are kept for groups that fit the machine.
+  // on 2 cores), so single-copy transfers are kept for groups that fit the machine (all-gather
+  // decides for itself).
   bool use_single_copy(size_t bytes, size_t threshold) const {
     return single_copy_ && bytes > threshold && spinning_pays(size_);
   }

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <thread>
 #include <vector>
 
@@ -103,6 +105,51 @@ TEST(ShmCommunicator, ARankThatNeverArrivesIsNamedAtTheTimeout) {
         << m;
     EXPECT_NE(m.find("rank(s) 2 never reached it"), std::string::npos) << m;
   }
+}
+
+// Set in the forked rank that should stall: its next pause check blocks for 800 ms, as a rank
+// the scheduler or a debugger stops mid-collective would.
+std::atomic<bool> g_stall_next_pause{false};
+int stall_once(void*) {
+  if (g_stall_next_pause.exchange(false))
+    std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  return 0;
+}
+
+TEST(ShmCommunicator, NoPeerWritesIntoARankAfterItLeftOnAnError) {
+  // Rank 1 stalls after pushing its first chunk; rank 0 times out at the closing barrier and
+  // returns. Rank 1's remaining chunks must not land in rank 0's buffer afterwards.
+  Group group;
+  const auto outcomes = group.run(
+      2, 300,
+      [&](int rank, ShmCommunicator& comm) {
+        if (!comm.single_copy()) return std::string("no single-copy transfers here");
+        std::vector<float> data(1 << 20, 1.0f);  // 4 MiB: 4 chunks per rank's slice
+        domino_buffer_t buffer{data.data(), data.size(), DOMINO_FLOAT32, -1};
+        if (rank == 1) g_stall_next_pause = true;
+        std::string error;
+        try {
+          comm.allreduce(buffer, buffer, DOMINO_SUM);
+        } catch (const TransportError& e) {
+          error = e.what();
+        }
+        if (rank == 1) return std::string("rank 1: ") + (error.empty() ? "no error" : "raised");
+        std::fill(data.begin(), data.end(), 7.0f);
+        std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+        for (size_t i = 0; i < data.size(); ++i) {
+          if (data[i] != 7.0f)
+            return "overwritten at element " + std::to_string(i) + " after: " + error;
+        }
+        return "intact after: " + error;
+      },
+      0, nullptr,
+      [](int rank, domino_comm_config_t& config) {
+        if (rank == 1) config.should_pause = stall_once;
+      });
+  if (outcomes[0].message == "no single-copy transfers here") GTEST_SKIP() << outcomes[0].message;
+  EXPECT_EQ(outcomes[0].message.rfind("intact after: ", 0), 0u) << outcomes[0].message;
+  EXPECT_NE(outcomes[0].message.find("timed out"), std::string::npos) << outcomes[0].message;
+  EXPECT_EQ(outcomes[1].message, "rank 1: raised");
 }
 
 TEST(ShmCommunicator, ADeadRankIsDetectedLongBeforeTheTimeout) {

@@ -19,9 +19,10 @@ struct ForkedGroup {
   std::string directory = make_temp_directory();
   ~ForkedGroup() { std::filesystem::remove_all(directory); }
 
-  std::vector<RankOutcome> run(int size, int64_t timeout_ms,
-                               const std::function<std::string(int, Comm&)>& body,
-                               uint64_t workspace_bytes = 0, const char* algorithm = nullptr) {
+  std::vector<RankOutcome> run(
+      int size, int64_t timeout_ms, const std::function<std::string(int, Comm&)>& body,
+      uint64_t workspace_bytes = 0, const char* algorithm = nullptr,
+      const std::function<void(int, domino_comm_config_t&)>& configure = nullptr) {
     return fork_ranks(size, [&](int rank) {
       FileBootstrap bootstrap(directory);
       domino_comm_config_t config{};
@@ -32,6 +33,7 @@ struct ForkedGroup {
       config.workspace_bytes = workspace_bytes;
       config.bootstrap = bootstrap.table();
       config.algorithm = algorithm;
+      if (configure) configure(rank, config);
       Comm comm(config);
       return body(rank, comm);
     });
