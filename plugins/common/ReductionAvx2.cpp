@@ -1,4 +1,5 @@
 // Built with -mavx2 -mf16c -mfma (see CMakeLists.txt); used only where the CPU has them.
+#include <array>
 #include <cstdint>
 #include <type_traits>
 #include <utility>

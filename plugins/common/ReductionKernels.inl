@@ -125,35 +125,21 @@ void reduce_fixed(void* out_raw, const void* const* inputs_raw, size_t count, bo
   }
 }
 
+// The one-pass kernels for 1 to kMaxFusedInputs inputs, indexed by input count - 1.
+constexpr size_t kMaxFusedInputs = 8;
+template <class T, class Op, size_t... N>
+constexpr auto fused_reducers(std::index_sequence<N...>) {
+  return std::array{+[](void* out, const void* const* in, size_t count, bool average) {
+    reduce_fixed<T, Op>(out, in, count, average, std::make_index_sequence<N + 1>());
+  }...};
+}
+
 template <class T, class Op>
 void reduce_typed(void* out_raw, const void* const* inputs_raw, int n, size_t count, bool average) {
-  switch (n) {
-    case 1:
-      return reduce_fixed<T, Op>(out_raw, inputs_raw, count, average,
-                                 std::make_index_sequence<1>());
-    case 2:
-      return reduce_fixed<T, Op>(out_raw, inputs_raw, count, average,
-                                 std::make_index_sequence<2>());
-    case 3:
-      return reduce_fixed<T, Op>(out_raw, inputs_raw, count, average,
-                                 std::make_index_sequence<3>());
-    case 4:
-      return reduce_fixed<T, Op>(out_raw, inputs_raw, count, average,
-                                 std::make_index_sequence<4>());
-    case 5:
-      return reduce_fixed<T, Op>(out_raw, inputs_raw, count, average,
-                                 std::make_index_sequence<5>());
-    case 6:
-      return reduce_fixed<T, Op>(out_raw, inputs_raw, count, average,
-                                 std::make_index_sequence<6>());
-    case 7:
-      return reduce_fixed<T, Op>(out_raw, inputs_raw, count, average,
-                                 std::make_index_sequence<7>());
-    case 8:
-      return reduce_fixed<T, Op>(out_raw, inputs_raw, count, average,
-                                 std::make_index_sequence<8>());
-    default:
-      break;
+  if (static_cast<size_t>(n) <= kMaxFusedInputs) {
+    static constexpr auto kFused =
+        fused_reducers<T, Op>(std::make_index_sequence<kMaxFusedInputs>());
+    return kFused[static_cast<size_t>(n) - 1](out_raw, inputs_raw, count, average);
   }
   using L = Lane<T>;
   using Acc = typename L::Acc;

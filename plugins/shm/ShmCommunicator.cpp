@@ -165,6 +165,26 @@ std::vector<ShmCommunicator::Addresses> ShmCommunicator::exchange_addresses(
   return all;
 }
 
+bool ShmCommunicator::single_copy_pays(Op op, size_t bytes) const {
+  if (!single_copy_) return false;
+  // When ranks outnumber cores the rounds through the segment measured faster (bench, world 4
+  // on 2 cores), except for mid-sized all-gathers.
+  const bool fits_cores = spinning_pays(size_);
+  switch (op) {
+    case Op::kAllreduce:
+      return fits_cores && bytes > kSingleCopyAllreduceBytes &&
+             bytes <= kSingleCopyAllreduceMaxBytes;
+    case Op::kAllgather:
+      return fits_cores ? bytes > kSingleCopyBytes
+                        : bytes > kOversubscribedAllgatherMinBytes &&
+                              bytes <= kOversubscribedAllgatherMaxBytes;
+    case Op::kReduceScatter:
+      return fits_cores && bytes > kSingleCopyBytes;
+    default:
+      return false;
+  }
+}
+
 void ShmCommunicator::read_peer(int peer, void* local, uint64_t remote, size_t bytes,
                                 const char* op) {
   if (bytes == 0) return;
@@ -496,8 +516,7 @@ void ShmCommunicator::reduce_to(const domino_buffer_t& send, const domino_buffer
   auto* out = static_cast<char*>(recv.ptr);
   const OpDescriptor mine = describe_call(kind, send, op, root, count);
 
-  if (root < 0 && count * element <= kSingleCopyAllreduceMaxBytes &&
-      use_single_copy(count * element, kSingleCopyAllreduceBytes)) {
+  if (root < 0 && single_copy_pays(Op::kAllreduce, count * element)) {
     allreduce_single_copy(send, recv, op, mine);
     return;
   }
@@ -579,11 +598,7 @@ void ShmCommunicator::allgather(const domino_buffer_t& send, const domino_buffer
             std::to_string(size_) + " ranks");
   }
   const OpDescriptor mine = describe_call(Op::kAllgather, send, DOMINO_SUM, -1, send.count);
-  const size_t gathered = recv.count * dtype_size(send.dtype);
-  const bool direct = spinning_pays(size_) ? gathered > kSingleCopyBytes
-                                           : gathered > kOversubscribedAllgatherMinBytes &&
-                                                 gathered <= kOversubscribedAllgatherMaxBytes;
-  if (single_copy_ && direct) {
+  if (single_copy_pays(Op::kAllgather, recv.count * dtype_size(send.dtype))) {
     allgather_single_copy(send, recv, mine);
     return;
   }
@@ -625,7 +640,7 @@ void ShmCommunicator::reduce_scatter(const domino_buffer_t& send, const domino_b
   auto* out = static_cast<char*>(recv.ptr);
   const size_t chunk = slot_bytes_ / element / static_cast<size_t>(size_);
   const OpDescriptor mine = describe_call(Op::kReduceScatter, send, op, -1, count);
-  if (use_single_copy(send.count * element, kSingleCopyBytes)) {
+  if (single_copy_pays(Op::kReduceScatter, send.count * element)) {
     reduce_scatter_single_copy(send, recv, op, mine);
     return;
   }

@@ -101,12 +101,9 @@ class ShmCommunicator {
   void reduce_scatter_single_copy(const domino_buffer_t& send, const domino_buffer_t& recv,
                                   domino_redop_t op, const OpDescriptor& mine);
   void probe_single_copy(Deadline deadline);
-  // When ranks outnumber cores the rounds through the segment measured faster (bench, world 4
-  // on 2 cores), so single-copy transfers are kept for groups that fit the machine (all-gather
-  // decides for itself).
-  bool use_single_copy(size_t bytes, size_t threshold) const {
-    return single_copy_ && bytes > threshold && spinning_pays(size_);
-  }
+  // Whether an all-reduce, all-gather or reduce-scatter of `bytes` (the full message) takes the
+  // single-copy path; every rank decides alike.
+  bool single_copy_pays(Op op, size_t bytes) const;
   void open_round(const OpDescriptor& mine, const char* op_name, Deadline deadline);
   void meet(const char* op_name, Deadline deadline);
   // Between chunks: lets a higher-priority operation of this process go first.
