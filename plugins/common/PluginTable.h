@@ -3,6 +3,8 @@
 // external plugin may too, or write its table by hand.
 #pragma once
 
+#include <chrono>
+
 #include "TransportError.h"
 #include "domino/plugin.h"
 
@@ -69,6 +71,10 @@ struct PluginTable {
     });
   }
 
+  static int set_timeout(domino_comm_t* c, int64_t timeout_ms, char* err, size_t n) {
+    return guard_abi(err, n, [&] { self(c).set_timeout(std::chrono::milliseconds(timeout_ms)); });
+  }
+
   static constexpr domino_plugin_v1_t table(const char* name, uint32_t devices) {
     return {DOMINO_PLUGIN_ABI_VERSION,
             name,
@@ -87,7 +93,8 @@ struct PluginTable {
             send,
             recv,
             nullptr,
-            nullptr};
+            nullptr,
+            set_timeout};
   }
 };
 

@@ -181,7 +181,7 @@ void NcclCommunicator::start(const domino_comm_config_t& config) {
     if (got != ncclSuccess) fail(DOMINO_ERR_SYSTEM, "set-up", ncclGetErrorString(got));
     bootstrap.set("nccl-id", std::string(reinterpret_cast<const char*>(&id), sizeof id));
   } else {
-    const std::string value = bootstrap.get("nccl-id", timeout_, sizeof id);
+    const std::string value = bootstrap.get("nccl-id", timeout_.load(), sizeof id);
     if (value.size() != sizeof id) {
       fail(DOMINO_ERR_MISMATCH, "set-up",
            "rank 0 published a unique id of " + std::to_string(value.size()) + " bytes");
@@ -243,7 +243,8 @@ void NcclCommunicator::release() {
       // Short: finishing queued work takes milliseconds unless a peer is gone, and a group's
       // shutdown releases many communicators one after another.
       const Clock::time_point deadline =
-          Clock::now() + std::min<std::chrono::milliseconds>(timeout_, std::chrono::seconds(5));
+          Clock::now() +
+          std::min<std::chrono::milliseconds>(timeout_.load(), std::chrono::seconds(5));
       while (state == ncclInProgress && Clock::now() < deadline) {
         std::this_thread::sleep_for(std::chrono::microseconds(200));
         if (ncclCommGetAsyncError(comm_, &state) != ncclSuccess) break;
@@ -301,14 +302,14 @@ void NcclCommunicator::settle(ncclResult_t result, const char* op) {
     fail(DOMINO_ERR_PEER, op,
          "this communicator was aborted after an earlier failure; create a new process group");
   }
-  const Clock::time_point deadline = Clock::now() + timeout_;
+  const Clock::time_point deadline = Clock::now() + timeout_.load();
   while (result == ncclInProgress && comm_ != nullptr) {
     if (Clock::now() > deadline) {
       ncclCommAbort(comm_);
       comm_ = nullptr;
       aborted_ = true;
       fail(DOMINO_ERR_TIMEOUT, op,
-           "the other ranks did not join within " + std::to_string(timeout_.count()) +
+           "the other ranks did not join within " + std::to_string(timeout_.load().count()) +
                " ms; check that every rank of the group issued this op (same order) and is alive");
     }
     std::this_thread::sleep_for(std::chrono::microseconds(50));
@@ -505,7 +506,7 @@ void NcclCommunicator::barrier() {
   DeviceScope scope(device_);
   settle(ncclAllReduce(barrier_word_, barrier_word_, 1, ncclInt32, ncclSum, comm_, stream_),
          "barrier");
-  const Clock::time_point deadline = Clock::now() + timeout_;
+  const Clock::time_point deadline = Clock::now() + timeout_.load();
   for (;;) {
     const cudaError_t state = cudaStreamQuery(stream_);
     if (state == cudaSuccess) return;
@@ -520,7 +521,7 @@ void NcclCommunicator::barrier() {
       comm_ = nullptr;
       aborted_ = true;
       fail(DOMINO_ERR_TIMEOUT, "barrier",
-           "not every rank arrived within " + std::to_string(timeout_.count()) + " ms");
+           "not every rank arrived within " + std::to_string(timeout_.load().count()) + " ms");
     }
     std::this_thread::sleep_for(std::chrono::microseconds(20));
   }

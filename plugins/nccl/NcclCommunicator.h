@@ -6,6 +6,7 @@
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
+#include <atomic>
 
 #include <chrono>
 #include <cstdint>
@@ -19,6 +20,8 @@ namespace domino::nccl {
 
 class NcclCommunicator {
  public:
+  // From any thread: operations that start from now on wait this long for their peers.
+  void set_timeout(std::chrono::milliseconds timeout) { timeout_.store(timeout); }
   // Rendezvous through config.bootstrap: rank 0 publishes the NCCL unique id.
   explicit NcclCommunicator(const domino_comm_config_t& config);
   // ncclCommSplit of parent, collective over all of parent's ranks (see the ABI's comm_split):
@@ -76,7 +79,7 @@ class NcclCommunicator {
   int size_ = 0;
   std::vector<int64_t> global_ranks_;
   std::string group_name_;
-  std::chrono::milliseconds timeout_{0};
+  std::atomic<std::chrono::milliseconds> timeout_{std::chrono::milliseconds(0)};
   int32_t* barrier_word_ = nullptr;  // device memory the barrier all-reduces
   std::mutex call_mutex_;            // abort() may come from another thread
 };

@@ -37,6 +37,17 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key,
   return std::unique_ptr<Communicator>(new Communicator(plugin_, made));
 }
 
+bool Communicator::set_timeout(int64_t timeout_ms) {
+  if (plugin_->comm_set_timeout == nullptr || comm_ == nullptr) return false;
+  char err[1024] = {0};
+  const int status = plugin_->comm_set_timeout(comm_, timeout_ms, err, sizeof err);
+  if (status != DOMINO_OK) {
+    throw TransportError(static_cast<domino_status_t>(status),
+                         std::string("transport '") + plugin_->name + "' set_timeout: " + err);
+  }
+  return true;
+}
+
 bool Communicator::abort() {
   if (plugin_->comm_abort == nullptr || comm_ == nullptr) return false;
   plugin_->comm_abort(comm_);

@@ -26,6 +26,9 @@ class Communicator {
   // From any thread: ends what is in flight (the plugin's comm_abort); false when the transport
   // cannot.
   bool abort();
+  // From any thread: the timeout of operations that start from now on; false when the
+  // transport keeps the one it was created with.
+  bool set_timeout(int64_t timeout_ms);
 
   void allreduce(const domino_buffer_t& send, domino_buffer_t& recv, domino_redop_t op);
   void barrier();

@@ -114,7 +114,7 @@ bool PointToPoint::peek_header(int peer, MessageHeader* out) const {
 
 void PointToPoint::send(const void* data, size_t bytes, int peer, int32_t tag) {
   check_peer(peer, "send");
-  const Deadline until = std::chrono::steady_clock::now() + timeout_;
+  const Deadline until = std::chrono::steady_clock::now() + timeout_.load();
   const MessageHeader message{tag, 0, bytes};
   write_stream(peer, reinterpret_cast<const char*>(&message), sizeof message, until, "send");
   write_stream(peer, static_cast<const char*>(data), bytes, until, "send");
@@ -126,7 +126,7 @@ int PointToPoint::recv(void* data, size_t bytes, int peer, int32_t tag) {
   } else {
     check_usable("recv from any source");
   }
-  const Deadline until = std::chrono::steady_clock::now() + timeout_;
+  const Deadline until = std::chrono::steady_clock::now() + timeout_.load();
   MessageHeader message{};
   int source = peer;
   const char* what = peer >= 0 ? "recv" : "recv from any source";

@@ -3,6 +3,7 @@
 // the ring as space allows, so messages of any size pass through a bounded buffer.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -15,6 +16,8 @@ namespace domino::shm {
 
 class PointToPoint {
  public:
+  // From any thread: operations that start from now on wait this long for their peers.
+  void set_timeout(std::chrono::milliseconds timeout) { timeout_.store(timeout); }
   PointToPoint(SegmentHeader* header, int rank, int size, GroupBarrier* health,
                std::string group_label, std::chrono::milliseconds timeout);
 
@@ -43,7 +46,7 @@ class PointToPoint {
   int size_;
   GroupBarrier* health_;
   std::string group_label_;
-  std::chrono::milliseconds timeout_;
+  std::atomic<std::chrono::milliseconds> timeout_;
   size_t ring_bytes_;
 };
 

@@ -74,7 +74,8 @@ ShmCommunicator::ShmCommunicator(const domino_comm_config_t& config)
     : rank_(config.rank),
       size_(config.size),
       group_label_(label_for(config)),
-      timeout_(config.timeout_ms > 0 ? config.timeout_ms : 30 * 60 * 1000),
+      timeout_(
+          std::chrono::milliseconds(config.timeout_ms > 0 ? config.timeout_ms : 30 * 60 * 1000)),
       small_message_bytes_(config.small_message_bytes > 0 ? config.small_message_bytes
                                                           : kDefaultSmallMessageBytes),
       should_pause_(config.should_pause),
@@ -112,7 +113,7 @@ ShmCommunicator::ShmCommunicator(const domino_comm_config_t& config)
       server.serve(segment_.fd(), size_ - 1, until);
     }
   } else {
-    const std::string ticket = bootstrap.get("shm/ticket", timeout_);
+    const std::string ticket = bootstrap.get("shm/ticket", timeout_.load());
     segment_ = SharedSegment::adopt(receive_fd(ticket, until));
     header_ = static_cast<SegmentHeader*>(segment_.data());
     if (header_->magic != kSegmentMagic || header_->size != size_) {
@@ -125,7 +126,7 @@ ShmCommunicator::ShmCommunicator(const domino_comm_config_t& config)
   }
   rank_controls(header_)[rank_].pid.store(static_cast<int32_t>(getpid()));
   barrier_.emplace(header_, rank_, size_, group_label_);
-  p2p_.emplace(header_, rank_, size_, &*barrier_, group_label_, timeout_);
+  p2p_.emplace(header_, rank_, size_, &*barrier_, group_label_, timeout_.load());
   inputs_.resize(static_cast<size_t>(size_));
   meet("shared memory set-up", until);
   if (config.single_copy >= 0) probe_single_copy(until);

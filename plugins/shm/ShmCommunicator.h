@@ -8,6 +8,7 @@
 // copies every slice out (all-gather).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -23,6 +24,11 @@ namespace domino::shm {
 
 class ShmCommunicator {
  public:
+  // From any thread: operations that start from now on wait this long for their peers.
+  void set_timeout(std::chrono::milliseconds timeout) {
+    timeout_.store(timeout);
+    if (p2p_) p2p_->set_timeout(timeout);
+  }
   explicit ShmCommunicator(const domino_comm_config_t& config);
 
   void allreduce(const domino_buffer_t& send, const domino_buffer_t& recv, domino_redop_t op);
@@ -110,7 +116,7 @@ class ShmCommunicator {
   void yield_to_priority(Deadline deadline) const;
   void close_round() { parity_ ^= 1u; }
   char* slot(int rank) const;
-  Deadline deadline() const { return std::chrono::steady_clock::now() + timeout_; }
+  Deadline deadline() const { return std::chrono::steady_clock::now() + timeout_.load(); }
   void check_usable(const char* op_name) const;
   void check_root(const char* op_name, int root) const;
   OpDescriptor describe_call(Op op, const domino_buffer_t& buffer, domino_redop_t redop, int root,
@@ -120,7 +126,7 @@ class ShmCommunicator {
   int rank_;
   int size_;
   std::string group_label_;
-  std::chrono::milliseconds timeout_;
+  std::atomic<std::chrono::milliseconds> timeout_;
   size_t small_message_bytes_;
   SharedSegment segment_;
   SegmentHeader* header_ = nullptr;

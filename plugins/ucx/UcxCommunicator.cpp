@@ -124,7 +124,7 @@ UcxCommunicator::UcxCommunicator(const domino_comm_config_t& config)
     : rank_(config.rank),
       size_(config.size),
       group_(config.group_name != nullptr ? config.group_name : "?"),
-      timeout_(config.timeout_ms > 0 ? config.timeout_ms : 1800000),
+      timeout_(std::chrono::milliseconds(config.timeout_ms > 0 ? config.timeout_ms : 1800000)),
       small_message_bytes_(config.small_message_bytes != 0 ? config.small_message_bytes
                                                            : kDefaultSmallMessageBytes),
       algorithm_(parse_allreduce_algorithm(config.algorithm)),
@@ -147,7 +147,7 @@ UcxCommunicator::UcxCommunicator(const domino_comm_config_t& config)
   for (int r = 0; r < size_; ++r) {
     peer_addresses_[static_cast<size_t>(r)] =
         r == rank_ ? worker_.address()
-                   : bootstrap.get("ucx/" + std::to_string(r), timeout_, kAddressCapacity);
+                   : bootstrap.get("ucx/" + std::to_string(r), timeout_.load(), kAddressCapacity);
   }
   // Claimed last, so a failed set-up above leaves nothing to release.
   if (!worker_.claim_id(comm_id_)) {
@@ -164,7 +164,7 @@ UcxCommunicator::~UcxCommunicator() {
 }
 
 UcxCommunicator::Call UcxCommunicator::start(const char* op, const char* algorithm) const {
-  return Call{op, algorithm, std::chrono::steady_clock::now() + timeout_};
+  return Call{op, algorithm, std::chrono::steady_clock::now() + timeout_.load()};
 }
 
 UcxCommunicator::Call UcxCommunicator::start_collective(const char* op, const char* algorithm,
@@ -236,7 +236,8 @@ void UcxCommunicator::finish(const Call& call, std::vector<Transfer>& transfers)
     }
     throw TransportError(DOMINO_ERR_TIMEOUT,
                          where() + ": rank(s) " + (peers.empty() ? "any" : describe_ranks(peers)) +
-                             " did not take part within " + std::to_string(timeout_.count()) +
+                             " did not take part within " +
+                             std::to_string(timeout_.load().count()) +
                              " ms; they may have died, hang, or not have called " + call.op +
                              ". Check those ranks' logs; raise the group timeout if they are "
                              "just slow.");

@@ -10,6 +10,7 @@
 // bitwise identical values.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -30,6 +31,8 @@ AllreduceAlgorithm auto_allreduce_algorithm(size_t bytes, int ranks, size_t smal
 
 class UcxCommunicator {
  public:
+  // From any thread: operations that start from now on wait this long for their peers.
+  void set_timeout(std::chrono::milliseconds timeout) { timeout_.store(timeout); }
   explicit UcxCommunicator(const domino_comm_config_t& config);
   UcxCommunicator(const UcxCommunicator&) = delete;
   UcxCommunicator& operator=(const UcxCommunicator&) = delete;
@@ -95,7 +98,7 @@ class UcxCommunicator {
   int size_;
   std::vector<int64_t> global_ranks_;
   std::string group_;
-  std::chrono::milliseconds timeout_;
+  std::atomic<std::chrono::milliseconds> timeout_;
   size_t small_message_bytes_;
   AllreduceAlgorithm algorithm_;
   uint64_t comm_id_;

@@ -11,7 +11,7 @@
 extern "C" {
 #endif
 
-#define DOMINO_PLUGIN_ABI_VERSION 3u
+#define DOMINO_PLUGIN_ABI_VERSION 4u
 #define DOMINO_PLUGIN_INIT_SYMBOL "domino_plugin_init"
 
 typedef enum domino_dtype {
@@ -155,6 +155,10 @@ typedef struct domino_plugin_v1 {
    * call fails with DOMINO_ERR_PEER. comm_destroy is still called after. NULL: not supported.
    * (Added in ABI 3.) */
   void (*comm_abort)(domino_comm_t* comm);
+  /* Callable from any thread, also while another thread is inside a call on comm: how long any
+   * rank waits for its peers in operations that start from now on (timeout_ms > 0). NULL: comm
+   * keeps the timeout it was created with. (Added in ABI 4.) */
+  int (*comm_set_timeout)(domino_comm_t* comm, int64_t timeout_ms, char* err, size_t err_size);
 } domino_plugin_v1_t;
 
 /* The one symbol a plugin library exports. Returns NULL if it cannot serve abi_version. */

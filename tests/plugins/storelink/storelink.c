@@ -54,7 +54,8 @@ static int fetch(domino_comm_t* c, int r, void* out, size_t bytes, char* err, si
   char key[96];
   size_t got = 0;
   snprintf(key, sizeof key, "storelink/%llu/%d", (unsigned long long)c->calls, r);
-  if (c->store->get(c->store->context, key, out, bytes, &got, c->timeout_ms, err, n) != 0)
+  if (c->store->get(c->store->context, key, out, bytes, &got,
+                    __atomic_load_n(&c->timeout_ms, __ATOMIC_RELAXED), err, n) != 0)
     return DOMINO_ERR_TIMEOUT;
   if (got != bytes) return fail(err, n, DOMINO_ERR_MISMATCH, "fetch", "ranks disagree on the size");
   return DOMINO_OK;
@@ -159,6 +160,14 @@ static int broadcast(domino_comm_t* c, domino_buffer_t* buffer, int32_t root, ch
   return status;
 }
 
+/* May run while another thread waits in fetch: the next wait takes the new value. */
+static int set_timeout(domino_comm_t* c, int64_t timeout_ms, char* err, size_t n) {
+  (void)err;
+  (void)n;
+  __atomic_store_n(&c->timeout_ms, timeout_ms, __ATOMIC_RELAXED);
+  return DOMINO_OK;
+}
+
 static const domino_plugin_v1_t table = {DOMINO_PLUGIN_ABI_VERSION,
                                          "storelink",
                                          DOMINO_DEVICE_CPU,
@@ -176,7 +185,8 @@ static const domino_plugin_v1_t table = {DOMINO_PLUGIN_ABI_VERSION,
                                          NULL,
                                          NULL,
                                          NULL,
-                                         NULL};
+                                         NULL,
+                                         set_timeout};
 
 const domino_plugin_v1_t* domino_plugin_init(uint32_t abi_version) {
   return abi_version == DOMINO_PLUGIN_ABI_VERSION ? &table : NULL;
