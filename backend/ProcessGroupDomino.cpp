@@ -1,5 +1,7 @@
 #include "ProcessGroupDomino.h"
 
+#include <ATen/ThreadLocalState.h>
+#include <ATen/record_function.h>
 #include <c10/core/Event.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <c10/util/Exception.h>
@@ -12,11 +14,15 @@
 
 #include "DeviceRuntime.h"
 #include "HandleScope.h"
+#include "MonitoredBarrier.h"
+#include "OpChecks.h"
 #include "PriorityGuard.h"
+#include "SparseAllreduce.h"
 #include "StoreBootstrap.h"
 #include "TensorBuffer.h"
 #include "Work.h"
 #include "config/Log.h"
+#include "config/WireSettings.h"
 #include "engine/DeviceWatchdog.h"
 #include "engine/LinkProbe.h"
 #include "engine/ProgressLane.h"
@@ -61,46 +67,37 @@ std::exception_ptr as_backend_error(const std::string& message) {
 }
 
 // What a failed job reports: torch's checks already say "domino: ..." (and carry a C++
-// backtrace the user does not need); transport errors get the prefix.
-std::exception_ptr job_error(const std::exception& e) {
+// backtrace the user does not need); transport errors get the prefix, and timeouts c10d's
+// "Timed out" wording, which users' log scanners and PyTorch's own tests look for.
+std::exception_ptr job_error(const std::exception& e, std::chrono::milliseconds timeout) {
   if (const auto* checked = dynamic_cast<const c10::Error*>(&e)) {
     return as_backend_error(checked->what_without_backtrace());
   }
-  return as_backend_error(std::string("domino: ") + e.what());
-}
-
-domino_redop_t to_redop(const c10d::ReduceOp& op, const std::string& where) {
-  switch (op.op_) {
-    case c10d::ReduceOp::SUM:
-      return DOMINO_SUM;
-    case c10d::ReduceOp::AVG:
-      return DOMINO_AVG;
-    case c10d::ReduceOp::PRODUCT:
-      return DOMINO_PRODUCT;
-    case c10d::ReduceOp::MIN:
-      return DOMINO_MIN;
-    case c10d::ReduceOp::MAX:
-      return DOMINO_MAX;
-    case c10d::ReduceOp::BAND:
-      return DOMINO_BAND;
-    case c10d::ReduceOp::BOR:
-      return DOMINO_BOR;
-    case c10d::ReduceOp::BXOR:
-      return DOMINO_BXOR;
-    default:
-      TORCH_CHECK(false, where, ": reduce op ", static_cast<int>(op.op_),
-                  " (PREMUL_SUM or unknown) is not supported by domino; use SUM, AVG, PRODUCT, "
-                  "MIN, MAX, BAND, BOR or BXOR");
+  const auto* transport = dynamic_cast<const TransportError*>(&e);
+  if (transport != nullptr && transport->status() == DOMINO_ERR_TIMEOUT) {
+    return as_backend_error("domino: Timed out after " + std::to_string(timeout.count()) +
+                            " ms (the group's timeout): " + e.what());
   }
+  return as_backend_error(std::string("domino: ") + e.what());
 }
 }  // namespace
 
 ProcessGroupDomino::ProcessGroupDomino(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                        int size, c10::intrusive_ptr<Options> options)
     : c10d::Backend(rank, size), options_(std::move(options)), store_(store) {
+  timeout_.store(options_->timeout);
   ParsedSettings parsed;
+  std::vector<std::string> differences;
   try {
-    parsed = parse_settings(domino_environment());
+    const std::map<std::string, std::string> env = domino_environment();
+    parse_settings(env);  // this rank's own mistakes are told here, before anyone waits for it
+    const AdoptedEnvironment adopted = agree_on_wire_settings(env);
+    differences = adopted.differences;
+    for (const std::string& name : wire_variables()) {
+      const auto found = adopted.env.find(name);
+      if (found != adopted.env.end()) wire_settings_[name] = found->second;
+    }
+    parsed = parse_settings(adopted.env);
     default_priority_ =
         options_->priority.empty()
             ? parsed.settings.priority
@@ -111,6 +108,9 @@ ProcessGroupDomino::ProcessGroupDomino(const c10::intrusive_ptr<c10d::Store>& st
   settings_ = parsed.settings;
   set_log_level(settings_.log_level);
   for (const std::string& warning : parsed.warnings) log_line(LogLevel::kWarn, rank, warning);
+  for (const std::string& difference : differences) {
+    log_line(LogLevel::kWarn, rank, label() + ": " + difference);
+  }
 
   global_ranks_.assign(options_->global_ranks_in_group.begin(),
                        options_->global_ranks_in_group.end());
@@ -121,7 +121,7 @@ ProcessGroupDomino::ProcessGroupDomino(const c10::intrusive_ptr<c10d::Store>& st
   group_name_ = options_->group_name.empty() ? "default" : options_->group_name;
 
   try {
-    layout_ = exchange_layout(*store_, rank, size, settings_.host_id, options_->timeout);
+    layout_ = exchange_layout(*store_, rank, size, settings_.host_id, timeout());
   } catch (const std::exception& e) {
     C10_THROW_ERROR(DistBackendError,
                     std::string("domino: init of ") + label() +
@@ -216,10 +216,35 @@ topology::LinkCost ProcessGroupDomino::measure_link(const domino_plugin_v1_t* pl
   config.global_ranks = members.data();
   config.group_name = name.c_str();
   // Short: a peer that cannot answer must not hold up the group's creation for long.
-  config.timeout_ms = std::min<int64_t>(options_->timeout.count(), 10000);
+  config.timeout_ms = std::min<int64_t>(timeout().count(), 10000);
   config.bootstrap = bootstrap.table();
   Communicator comm(plugin, config);
   return by_collectives ? probe_collective_link(comm) : probe_link(comm, config.rank);
+}
+
+AdoptedEnvironment ProcessGroupDomino::agree_on_wire_settings(
+    const std::map<std::string, std::string>& env) {
+  const std::string key = "domino/settings";
+  std::string record = wire_record(env);
+  try {
+    if (rank_ == 0) {
+      store_->set(key, std::vector<uint8_t>(record.begin(), record.end()));
+    } else {
+      store_->wait({key}, timeout());
+      const std::vector<uint8_t> value = store_->get(key);
+      record.assign(value.begin(), value.end());
+    }
+  } catch (const std::exception& e) {
+    C10_THROW_ERROR(DistBackendError,
+                    std::string("domino: init of ") + label() +
+                        " failed while ranks agreed on DOMINO_* settings: " + e.what());
+  }
+  try {
+    return adopt_wire_settings(env, record, rank_);
+  } catch (const std::invalid_argument& e) {
+    C10_THROW_ERROR(DistBackendError,
+                    std::string("domino: init of ") + label() + " failed: " + e.what());
+  }
 }
 
 topology::Router ProcessGroupDomino::agree_on_routing(const std::string& host_list) {
@@ -253,28 +278,17 @@ topology::Router ProcessGroupDomino::agree_on_routing(const std::string& host_li
   auto encode = [](const topology::LinkCost& c) {
     return std::to_string(c.latency_us) + ";" + std::to_string(c.gbytes_per_s) + ";" + c.source;
   };
-  // What the user chose (compared across ranks), then the costs in force (rank 0's measurement
-  // where nothing was configured).
-  auto configured = [](const std::optional<topology::LinkCost>& c) {
-    return c ? std::to_string(c->latency_us) + "," + std::to_string(c->gbytes_per_s) : "-";
-  };
-  const std::string choices = settings_.plan + ";" + settings_.inter_algorithm + ";" +
-                              configured(settings_.cost_intra) + ";" +
-                              configured(settings_.cost_inter);
-  const std::string mine = choices + ";" + encode(costs.intra) + ";" + encode(costs.inter);
+  // The plan settings are rank 0's already (agree_on_wire_settings); the measured costs are
+  // rank 0's too, where nothing was configured.
+  const std::string mine = encode(costs.intra) + ";" + encode(costs.inter);
   const std::string key = "domino/routing";
   std::string agreed = mine;
   if (rank_ == 0) {
     store_->set(key, std::vector<uint8_t>(mine.begin(), mine.end()));
   } else {
-    store_->wait({key}, options_->timeout);
+    store_->wait({key}, timeout());
     const std::vector<uint8_t> value = store_->get(key);
     agreed.assign(value.begin(), value.end());
-    if (agreed.compare(0, choices.size() + 1, choices + ";") != 0) {
-      log_line(LogLevel::kWarn, rank_,
-               label() + ": DOMINO_ALGO or DOMINO_COST_* differ from rank 0's; every rank uses " +
-                   "rank 0's (" + agreed + ") so that all plan alike");
-    }
   }
   std::vector<std::string> fields;
   for (size_t start = 0;;) {
@@ -283,22 +297,22 @@ topology::Router ProcessGroupDomino::agree_on_routing(const std::string& host_li
     if (end == std::string::npos) break;
     start = end + 1;
   }
-  TORCH_CHECK(fields.size() == 10, "domino: init of ", label(), ": malformed routing record '",
+  TORCH_CHECK(fields.size() == 6, "domino: init of ", label(), ": malformed routing record '",
               agreed, "' from rank 0 (mixed torch-domino versions?)");
   topology::RouterOptions options;
-  if (fields[0] == "flat") {
+  if (settings_.plan == "flat") {
     // One communicator over the group: the intra-host transport on one host (name another with
     // DOMINO_INTRA_TRANSPORT), the inter-host one across hosts.
     options.forced_plan =
         layout_.single_host() ? topology::PlanKind::kFlatIntra : topology::PlanKind::kFlatInter;
-  } else if (fields[0] == "hierarchical") {
+  } else if (settings_.plan == "hierarchical") {
     options.forced_plan = topology::PlanKind::kHierarchical;
-  } else if (fields[0] == "leader") {
+  } else if (settings_.plan == "leader") {
     options.forced_plan = topology::PlanKind::kLeader;
   }
-  options.forced_inter_algorithm = fields[1];
-  costs.intra = {std::stod(fields[4]), std::stod(fields[5]), fields[6]};
-  costs.inter = {std::stod(fields[7]), std::stod(fields[8]), fields[9]};
+  options.forced_inter_algorithm = settings_.inter_algorithm;
+  costs.intra = {std::stod(fields[0]), std::stod(fields[1]), fields[2]};
+  costs.inter = {std::stod(fields[3]), std::stod(fields[4]), fields[5]};
   log_line(LogLevel::kDebug, rank_, label() + ": host layout " + host_list);
   return topology::Router(layout_, costs, options);
 }
@@ -366,7 +380,7 @@ domino_comm_config_t ProcessGroupDomino::comm_config(const std::vector<int>& mem
   config.size = static_cast<int32_t>(members.size());
   config.global_ranks = global->data();
   config.group_name = name.c_str();
-  config.timeout_ms = options_->timeout.count();
+  config.timeout_ms = timeout().count();
   config.bootstrap = bootstrap.table();
   return config;
 }
@@ -409,7 +423,12 @@ RoutedComm& ProcessGroupDomino::communicator(int lane) {
     }
     return std::make_unique<Communicator>(spec.inter ? inter_plugin_ : plugin_, config);
   };
-  slot.comm = std::make_unique<RoutedComm>(*router_, rank_, make);
+  const std::chrono::milliseconds made_with = timeout();
+  auto made = std::make_unique<RoutedComm>(*router_, rank_, make);
+  // setTimeout may have run while the communicators were made; it sees them from here on.
+  std::lock_guard<std::mutex> lock(timeout_mutex_);
+  if (timeout() != made_with) made->set_timeout(timeout().count());
+  slot.comm = std::move(made);
   return *slot.comm;
 }
 
@@ -446,7 +465,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
       route == Route::kCollective ? &pending_[static_cast<size_t>(lane_index)] : nullptr;
   std::optional<DeviceIssue> on_device;
   if (device) {
-    work->set_device(*device, settings_.blocking_wait, options_->timeout, device_health_);
+    work->set_device(*device, settings_.blocking_wait, timeout(), device_health_);
     // What the caller has queued so far on its stream must land before the transfer reads it.
     auto ready = std::make_shared<c10::Event>(device->type());
     ready->record(c10::impl::VirtualGuardImpl(device->type()).getStream(*device));
@@ -457,8 +476,22 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
                                        : kPeerLane + 2 * peer + (route == Route::kRecv);
     on_device = DeviceIssue{*device, std::move(ready), stream_lane, host_only, route, peer};
   }
-  auto job = [this, work, body = std::move(body), lane_index, pending,
-              on_device = std::move(on_device)] {
+  // A profiler running on the caller's thread sees the op where it really runs, on the lane.
+  std::optional<at::ThreadLocalState> caller_state;
+  if (at::hasCallbacks()) caller_state.emplace();
+  auto job = [this, work, body = std::move(body), lane_index, pending, group_timeout = timeout(),
+              on_device = std::move(on_device), caller_state = std::move(caller_state), op] {
+    std::optional<at::ThreadLocalStateGuard> profiled;
+    if (caller_state) profiled.emplace(*caller_state);
+    const std::string title = std::string("domino:") + op;
+    at::RecordFunction record(at::RecordScope::USER_SCOPE);
+    if (record.isActive()) {
+      // As Gloo's events: the op's tensors, so a trace with record_shapes shows their sizes.
+      std::vector<c10::IValue> tensors;
+      for (const at::Tensor& t : work->result()) tensors.emplace_back(t);
+      record.before(title.c_str(),
+                    c10::ArrayRef<const c10::IValue>(tensors.data(), tensors.size()));
+    }
     try {
       if (on_device) {
         run_on_device(*work, body, lane_index, *on_device);  // completes it on its comm stream
@@ -467,7 +500,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
         work->complete();
       }
     } catch (const std::exception& e) {
-      work->fail(job_error(e));
+      work->fail(job_error(e, group_timeout));
     }
     if (pending != nullptr) pending->fetch_sub(1);
   };
@@ -482,102 +515,32 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
   return work;
 }
 
-namespace {
-// Whether the caller said async_op=False (older torch does not say, so assume async).
-template <class Options>
-bool is_blocking(const Options& opts) {
-#if !defined(TORCH_VERSION_MAJOR)
-#error "torch/version.h must define TORCH_VERSION_MAJOR"
-#elif TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 8)
-  return !opts.asyncOp;
-#else
-  (void)opts;
-  return false;
-#endif
-}
-
-void require_one(const char* op, const std::vector<at::Tensor>& tensors, const std::string& where) {
-  TORCH_CHECK(tensors.size() == 1, where, ": expected exactly one tensor, got ", tensors.size(),
-              " (", op, " takes one tensor per process)");
-}
-
-void require_same(const at::Tensor& reference, const std::vector<at::Tensor>& tensors,
-                  int64_t numel, const std::string& where, const char* what) {
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    TORCH_CHECK(tensors[i].scalar_type() == reference.scalar_type(), where, ": ", what, "[", i,
-                "] has dtype ", tensors[i].scalar_type(), " but the input has ",
-                reference.scalar_type());
-    TORCH_CHECK(numel < 0 || tensors[i].numel() == numel, where, ": ", what, "[", i, "] has ",
-                tensors[i].numel(), " elements, expected ", numel);
-  }
-}
-
-domino_redop_t checked_redop(const c10d::ReduceOp& op, const at::Tensor& t,
-                             const std::string& where) {
-  const domino_redop_t redop = to_redop(op, where);
-  const std::string unsupported =
-      reduction_unsupported_reason(to_domino_dtype(t.scalar_type(), where), redop);
-  TORCH_CHECK(unsupported.empty(), where, ": ", unsupported);
-  return redop;
-}
-
-// The CUDA device all of an op's tensors are on; nullopt when they are all in host memory.
-std::optional<c10::Device> device_of(const std::string& where,
-                                     std::initializer_list<const std::vector<at::Tensor>*> lists) {
-  const at::Tensor* first = nullptr;
-  for (const auto* list : lists) {
-    for (const at::Tensor& t : *list) {
-      if (!t.defined()) continue;
-      TORCH_CHECK(t.is_cpu() || t.is_cuda(), where, ": tensors on ", t.device(),
-                  " are not supported; use CPU or CUDA tensors");
-      if (first == nullptr) {
-        first = &t;
-        continue;
-      }
-      TORCH_CHECK(t.device() == first->device(), where, ": one tensor is on ", t.device(),
-                  " and another on ", first->device(),
-                  "; all tensors of one collective must be on the same device");
-    }
-  }
-  if (first == nullptr || first->is_cpu()) return std::nullopt;
-  return first->device();
-}
-
-// NCCL has no bitwise reductions except on bools (min and max): those stage through host memory.
-bool needs_host(domino_redop_t op, const at::Tensor& t) {
-  const bool bitwise = op == DOMINO_BAND || op == DOMINO_BOR || op == DOMINO_BXOR;
-  return bitwise && (t.scalar_type() != at::kBool || op == DOMINO_BXOR);
-}
-}  // namespace
-
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce(std::vector<at::Tensor>& tensors,
                                                              const c10d::AllreduceOptions& opts) {
   const std::string at = where("allreduce");
   require_one("allreduce", tensors, at);
-  const domino_redop_t op = checked_redop(opts.reduceOp, tensors[0], at);
+  if (tensors[0].is_sparse()) return allreduce_sparse(tensors, opts);
+  const Reduction reduction = checked_reduction(opts.reduceOp, tensors[0], at);
+  const auto device = device_of(at, {&tensors});
+  const domino_redop_t op = reduction.op;
+  if (reduction.premultiply) {
+    // The scaled copy is made on the lane (on CUDA, on its comm stream), reduced, written back.
+    at::Tensor user = tensors[0];
+    return enqueue(
+        "all_reduce", c10d::OpType::ALLREDUCE, tensors,
+        [user, reduction](Work&, RoutedComm& comm) mutable {
+          at::Tensor scaled = reduction.premultiplied(user);
+          StagedTensor staged(scaled);
+          domino_buffer_t buffer = staged.buffer();
+          comm.allreduce(buffer, buffer, reduction.op);
+          staged.publish();
+          user.copy_(scaled);
+        },
+        is_blocking(opts), Route::kCollective, device, false);
+  }
   auto staged = std::make_shared<StagedTensor>(tensors[0]);
-  const auto device = device_of(at, {&tensors});
   return enqueue(
-      "allreduce", c10d::OpType::ALLREDUCE, tensors,
-      [staged, op](Work&, RoutedComm& comm) {
-        domino_buffer_t buffer = staged->buffer();
-        comm.allreduce(buffer, buffer, op);
-        staged->publish();
-      },
-      is_blocking(opts), Route::kCollective, device, needs_host(op, tensors[0]));
-}
-
-c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce_coalesced(
-    std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) {
-  const std::string at = where("allreduce_coalesced");
-  TORCH_CHECK(!tensors.empty(), at, ": no tensors given");
-  require_same(tensors[0], tensors, -1, at, "tensors");
-  const domino_redop_t op = checked_redop(opts.reduceOp, tensors[0], at);
-  // One transfer for the whole list: the tensors travel end to end in one flat buffer.
-  auto staged = std::make_shared<StagedList>(tensors, /*copy_in=*/true);
-  const auto device = device_of(at, {&tensors});
-  return enqueue(
-      "allreduce_coalesced", c10d::OpType::ALLREDUCE_COALESCED, tensors,
+      "all_reduce", c10d::OpType::ALLREDUCE, tensors,
       [staged, op](Work&, RoutedComm& comm) {
         domino_buffer_t buffer = staged->buffer();
         comm.allreduce(buffer, buffer, op);
@@ -608,16 +571,34 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce(std::vector<at::Tensor
                                                           const c10d::ReduceOptions& opts) {
   const std::string at = where("reduce");
   require_one("reduce", tensors, at);
-  const domino_redop_t op = checked_redop(opts.reduceOp, tensors[0], at);
-  auto staged = std::make_shared<StagedTensor>(tensors[0]);
+  const Reduction reduction = checked_reduction(opts.reduceOp, tensors[0], at);
   const int root = static_cast<int>(opts.rootRank);
+  const bool is_root = root == rank_;
   const auto device = device_of(at, {&tensors});
+  if (reduction.premultiply) {
+    // Only the root's tensor changes; the others' inputs stay as they were.
+    at::Tensor user = tensors[0];
+    return enqueue(
+        "reduce", c10d::OpType::REDUCE, tensors,
+        [user, reduction, root, is_root](Work&, RoutedComm& comm) mutable {
+          at::Tensor scaled = reduction.premultiplied(user);
+          StagedTensor staged(scaled);
+          domino_buffer_t buffer = staged.buffer();
+          comm.reduce(buffer, buffer, reduction.op, root);
+          if (!is_root) return;
+          staged.publish();
+          user.copy_(scaled);
+        },
+        is_blocking(opts), Route::kCollective, device, false);
+  }
+  auto staged = std::make_shared<StagedTensor>(tensors[0]);
+  const domino_redop_t op = reduction.op;
   return enqueue(
       "reduce", c10d::OpType::REDUCE, tensors,
-      [this, staged, op, root](Work&, RoutedComm& comm) {
+      [staged, op, root, is_root](Work&, RoutedComm& comm) {
         domino_buffer_t buffer = staged->buffer();
         comm.reduce(buffer, buffer, op, root);
-        if (root == rank_) staged->publish();
+        if (is_root) staged->publish();
       },
       is_blocking(opts), Route::kCollective, device, needs_host(op, tensors[0]));
 }
@@ -634,7 +615,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather(
   auto out = std::make_shared<StagedList>(outputs[0], /*copy_in=*/false);
   const auto device = device_of(at, {&inputs, &outputs[0]});
   return enqueue(
-      "allgather", c10d::OpType::ALLGATHER, outputs[0],
+      "all_gather", c10d::OpType::ALLGATHER, outputs[0],
       [in, out](Work&, RoutedComm& comm) {
         domino_buffer_t recv = out->buffer();
         comm.allgather(in->buffer(), recv);
@@ -660,33 +641,6 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::_allgather_base(
         domino_buffer_t recv = out->buffer();
         comm.allgather(in->buffer(), recv);
         out->publish();
-      },
-      is_blocking(opts), Route::kCollective, device, false);
-}
-
-c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather_into_tensor_coalesced(
-    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
-    const c10d::AllgatherOptions& opts) {
-  const std::string at = where("allgather_into_tensor_coalesced");
-  TORCH_CHECK(outputs.size() == inputs.size(), at, ": ", outputs.size(), " outputs for ",
-              inputs.size(), " inputs");
-  std::vector<std::pair<std::shared_ptr<StagedTensor>, std::shared_ptr<StagedTensor>>> pairs;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    TORCH_CHECK(outputs[i].numel() == inputs[i].numel() * size_ &&
-                    outputs[i].scalar_type() == inputs[i].scalar_type(),
-                at, ": output ", i, " must hold input ", i, " from all ", size_, " ranks");
-    pairs.emplace_back(std::make_shared<StagedTensor>(inputs[i]),
-                       std::make_shared<StagedTensor>(outputs[i], /*copy_in=*/false));
-  }
-  const auto device = device_of(at, {&inputs, &outputs});
-  return enqueue(
-      "allgather_into_tensor_coalesced", c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED, outputs,
-      [pairs](Work&, RoutedComm& comm) {
-        for (const auto& [in, out] : pairs) {
-          domino_buffer_t recv = out->buffer();
-          comm.allgather(in->buffer(), recv);
-          out->publish();
-        }
       },
       is_blocking(opts), Route::kCollective, device, false);
 }
@@ -762,18 +716,26 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter(
   TORCH_CHECK(inputs.size() == 1 && inputs[0].size() == static_cast<size_t>(size_), at,
               ": expected one list of ", size_, " input tensors");
   require_same(outputs[0], inputs[0], outputs[0].numel(), at, "input");
-  const domino_redop_t op = checked_redop(opts.reduceOp, outputs[0], at);
-  auto in = std::make_shared<StagedList>(inputs[0], /*copy_in=*/true);
+  const Reduction reduction = checked_reduction(opts.reduceOp, outputs[0], at);
+  // A premultiplied list is staged on the lane, where its scaled copies are made.
+  auto in = reduction.premultiply ? nullptr : std::make_shared<StagedList>(inputs[0], true);
   auto out = std::make_shared<StagedTensor>(outputs[0], /*copy_in=*/false);
   const auto device = device_of(at, {&outputs, &inputs[0]});
+  const std::vector<at::Tensor> list = inputs[0];
   return enqueue(
       "reduce_scatter", c10d::OpType::REDUCE_SCATTER, outputs,
-      [in, out, op](Work&, RoutedComm& comm) {
+      [in, out, list, reduction](Work&, RoutedComm& comm) {
+        std::shared_ptr<StagedList> source = in;
+        if (!source) {
+          std::vector<at::Tensor> scaled;
+          for (const at::Tensor& t : list) scaled.push_back(reduction.premultiplied(t));
+          source = std::make_shared<StagedList>(scaled, /*copy_in=*/true);
+        }
         domino_buffer_t recv = out->buffer();
-        comm.reduce_scatter(in->buffer(), recv, op);
+        comm.reduce_scatter(source->buffer(), recv, reduction.op);
         out->publish();
       },
-      is_blocking(opts), Route::kCollective, device, needs_host(op, outputs[0]));
+      is_blocking(opts), Route::kCollective, device, needs_host(reduction.op, outputs[0]));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::_reduce_scatter_base(
@@ -783,48 +745,19 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::_reduce_scatter_base(
               " elements, expected output (", output.numel(), ") x ", size_, " ranks");
   TORCH_CHECK(output.scalar_type() == input.scalar_type(), at, ": output dtype ",
               output.scalar_type(), " differs from input dtype ", input.scalar_type());
-  const domino_redop_t op = checked_redop(opts.reduceOp, input, at);
-  auto in = std::make_shared<StagedTensor>(input);
+  const Reduction reduction = checked_reduction(opts.reduceOp, input, at);
   auto out = std::make_shared<StagedTensor>(output, /*copy_in=*/false);
   const std::vector<at::Tensor> tensors_of_op{input, output};
   const auto device = device_of(at, {&tensors_of_op});
   return enqueue(
       "reduce_scatter_tensor", c10d::OpType::_REDUCE_SCATTER_BASE, {output},
-      [in, out, op](Work&, RoutedComm& comm) {
+      [input, out, reduction](Work&, RoutedComm& comm) {
+        StagedTensor in(reduction.premultiply ? reduction.premultiplied(input) : input);
         domino_buffer_t recv = out->buffer();
-        comm.reduce_scatter(in->buffer(), recv, op);
+        comm.reduce_scatter(in.buffer(), recv, reduction.op);
         out->publish();
       },
-      is_blocking(opts), Route::kCollective, device, needs_host(op, input));
-}
-
-c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter_tensor_coalesced(
-    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
-    const c10d::ReduceScatterOptions& opts) {
-  const std::string at = where("reduce_scatter_tensor_coalesced");
-  TORCH_CHECK(outputs.size() == inputs.size(), at, ": ", outputs.size(), " outputs for ",
-              inputs.size(), " inputs");
-  std::vector<std::pair<std::shared_ptr<StagedTensor>, std::shared_ptr<StagedTensor>>> pairs;
-  domino_redop_t op = DOMINO_SUM;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    TORCH_CHECK(inputs[i].numel() == outputs[i].numel() * size_ &&
-                    outputs[i].scalar_type() == inputs[i].scalar_type(),
-                at, ": input ", i, " must hold output ", i, " for all ", size_, " ranks");
-    op = checked_redop(opts.reduceOp, inputs[i], at);
-    pairs.emplace_back(std::make_shared<StagedTensor>(inputs[i]),
-                       std::make_shared<StagedTensor>(outputs[i], /*copy_in=*/false));
-  }
-  const auto device = device_of(at, {&inputs, &outputs});
-  return enqueue(
-      "reduce_scatter_tensor_coalesced", c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, outputs,
-      [pairs, op](Work&, RoutedComm& comm) {
-        for (const auto& [in, out] : pairs) {
-          domino_buffer_t recv = out->buffer();
-          comm.reduce_scatter(in->buffer(), recv, op);
-          out->publish();
-        }
-      },
-      is_blocking(opts), Route::kCollective, device, needs_host(op, inputs[0]));
+      is_blocking(opts), Route::kCollective, device, needs_host(reduction.op, input));
 }
 
 namespace {
@@ -1010,6 +943,48 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::recvAnysource(std::vector<at:
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::barrier(const c10d::BarrierOptions& opts) {
   return enqueue(
       "barrier", c10d::OpType::BARRIER, {}, [this](Work&, RoutedComm& comm) { comm.barrier(); },
+      is_blocking(opts));
+}
+
+void ProcessGroupDomino::monitoredBarrier(const c10d::BarrierOptions& opts, bool waitAllRanks) {
+  const std::chrono::milliseconds budget =
+      opts.timeout == c10d::kUnsetTimeout ? timeout() : opts.timeout;
+  // The others wait for rank 0's verdict as long as rank 0 may take, and the group timeout at
+  // least, as Gloo's do.
+  monitored_barrier(*store_,
+                    MonitoredBarrierCall{rank_, size_, monitored_barriers_++, budget,
+                                         std::max(budget, timeout()), waitAllRanks, label()});
+}
+
+void ProcessGroupDomino::setTimeout(std::chrono::milliseconds timeout) {
+  TORCH_CHECK_VALUE(timeout.count() > 0, where("set_timeout"), ": a timeout of ", timeout.count(),
+                    " ms; it must be positive");
+  std::lock_guard<std::mutex> lock(timeout_mutex_);
+  timeout_.store(timeout);
+  options_->timeout = timeout;
+  for (LaneComm& lane : comms_) {
+    if (lane.comm) lane.comm->set_timeout(timeout.count());
+  }
+  std::lock_guard<std::mutex> device_lock(device_mutex_);
+  for (Communicator* comm : device_communicators_) comm->set_timeout(timeout.count());
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce_sparse(
+    std::vector<at::Tensor>& tensors, const c10d::AllreduceOptions& opts) {
+  const std::string at = where("all_reduce (sparse)");
+  require_one("allreduce", tensors, at);
+  TORCH_CHECK(tensors[0].is_sparse(), at, ": the tensor has layout ", tensors[0].layout(),
+              "; allreduce_sparse takes sparse COO tensors");
+  TORCH_CHECK(opts.reduceOp == c10d::ReduceOp::SUM, at, ": sparse tensors reduce with SUM only, ",
+              "not reduce op ", static_cast<int>(opts.reduceOp.op_), " (as with Gloo)");
+  TORCH_CHECK(tensors[0].is_cpu(), at, ": sparse tensors on ", tensors[0].device(),
+              " are not supported; all-reduce a CPU copy (tensor.cpu()) and move the result back");
+  at::Tensor tensor = tensors[0];
+  return enqueue(
+      "all_reduce_sparse", c10d::OpType::ALLREDUCE, tensors,
+      [this, tensor, at](Work&, RoutedComm& comm) mutable {
+        allreduce_sparse_sum(comm, tensor, rank_, size_, at);
+      },
       is_blocking(opts));
 }
 

@@ -8,6 +8,7 @@
 #include <c10/core/Device.h>
 #include <c10/core/Event.h>
 #include <c10/core/Stream.h>
+#include <torch/version.h>
 
 #include <array>
 #include <atomic>
@@ -22,6 +23,7 @@
 
 #include "Work.h"
 #include "config/Settings.h"
+#include "config/WireSettings.h"
 #include "domino/plugin.h"
 #include "topology/Binding.h"
 #include "topology/GroupLayout.h"
@@ -59,6 +61,8 @@ class ProcessGroupDomino : public c10d::Backend {
   const std::string getBackendName() const override { return "domino"; }
   c10::intrusive_ptr<c10d::Backend::Options> getBackendOptions() override { return options_; }
   const Settings& settings() const { return settings_; }
+  // The DOMINO_* settings every rank of the group took from rank 0 (unset ones absent).
+  const std::map<std::string, std::string>& wire_settings() const { return wire_settings_; }
   // Where this group's ranks sit and what this host looks like, for torch_domino.topology().
   const topology::GroupLayout& layout() const { return layout_; }
   const topology::HostTopology& host() const;
@@ -72,6 +76,10 @@ class ProcessGroupDomino : public c10d::Backend {
   Priority default_priority() const { return default_priority_; }
 
   c10::intrusive_ptr<c10d::Work> allreduce(
+      std::vector<at::Tensor>& tensors,
+      const c10d::AllreduceOptions& opts = c10d::AllreduceOptions()) override;
+  // Sparse COO tensors, SUM only (allreduce forwards them here, as Gloo does).
+  c10::intrusive_ptr<c10d::Work> allreduce_sparse(
       std::vector<at::Tensor>& tensors,
       const c10d::AllreduceOptions& opts = c10d::AllreduceOptions()) override;
   c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
@@ -88,6 +96,9 @@ class ProcessGroupDomino : public c10d::Backend {
       const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override;
   c10::intrusive_ptr<c10d::Work> _allgather_base(
       at::Tensor& output, at::Tensor& input,
+      const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override;
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(
+      std::vector<std::vector<at::Tensor>>& outputTensorLists, std::vector<at::Tensor>& inputs,
       const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override;
   c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(
       std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
@@ -121,7 +132,56 @@ class ProcessGroupDomino : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
   c10::intrusive_ptr<c10d::Work> barrier(
       const c10d::BarrierOptions& opts = c10d::BarrierOptions()) override;
-  uint64_t getSequenceNumberForGroup() override { return sequence_.load(); }
+  // The group's timeout for operations that start from now on, on every transport it uses
+  // (the CUDA watchdog keeps the one it started with).
+  void setTimeout(std::chrono::milliseconds timeout) override;
+  // Gloo's semantics: rank 0 names the ranks that did not arrive within opts.timeout (all of
+  // them with waitAllRanks), the others raise once rank 0 reports a failure.
+  void monitoredBarrier(const c10d::BarrierOptions& opts = c10d::BarrierOptions(),
+                        bool waitAllRanks = false) override;
+
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 14)
+  // torch 2.14's canonical names; the deprecated ones above stay overridden for older callers.
+  c10::intrusive_ptr<c10d::Work> all_gather_single(
+      at::Tensor& output, at::Tensor& input,
+      const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override {
+    return _allgather_base(output, input, opts);
+  }
+  c10::intrusive_ptr<c10d::Work> all_gather_single_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override {
+    return allgather_into_tensor_coalesced(outputs, inputs, opts);
+  }
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_single(
+      at::Tensor& output, at::Tensor& input,
+      const c10d::ReduceScatterOptions& opts = c10d::ReduceScatterOptions()) override {
+    return _reduce_scatter_base(output, input, opts);
+  }
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_single_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::ReduceScatterOptions& opts = c10d::ReduceScatterOptions()) override {
+    return reduce_scatter_tensor_coalesced(outputs, inputs, opts);
+  }
+  c10::intrusive_ptr<c10d::Work> all_to_all_single(
+      at::Tensor& output, at::Tensor& input, std::vector<int64_t>& output_splits,
+      std::vector<int64_t>& input_splits,
+      const c10d::AllToAllOptions& opts = c10d::AllToAllOptions()) override {
+    return alltoall_base(output, input, output_splits, input_splits, opts);
+  }
+  c10::intrusive_ptr<c10d::Work> gather_single(
+      at::Tensor& output, at::Tensor& input,
+      const c10d::GatherOptions& opts = c10d::GatherOptions()) override {
+    return gather_flat(output, input, opts);
+  }
+  c10::intrusive_ptr<c10d::Work> gather_into_tensor(
+      at::Tensor& output, at::Tensor& input,
+      const c10d::GatherOptions& opts = c10d::GatherOptions()) override {
+    return gather_flat(output, input, opts);
+  }
+#endif
+  uint64_t getSequenceNumberForGroup() override {
+    return sequence_.load();
+  }
   void shutdown() override;
 
   // Collectives issued so far on each lane, indexed by Priority (observability and tests).
@@ -131,7 +191,9 @@ class ProcessGroupDomino : public c10d::Backend {
   // transports), or "undecided" before its first CUDA collective.
   const char* device_path() const;
   // Whether this build can move CUDA tensors over NCCL at all.
-  bool has_device_transport() const { return device_plugin_ != nullptr; }
+  bool has_device_transport() const {
+    return device_plugin_ != nullptr;
+  }
   // The comm streams made so far, one per lane ("high", "normal", "low", "p2p") and device.
   struct CommStream {
     std::string lane;
@@ -151,6 +213,12 @@ class ProcessGroupDomino : public c10d::Backend {
   enum class DevicePath { kUndecided, kNccl, kStaged };
 
   std::string label() const;
+  std::chrono::milliseconds timeout() const {
+    return timeout_.load();
+  }
+  // Gathers every rank's input into the root's flat output (gather_single).
+  c10::intrusive_ptr<c10d::Work> gather_flat(at::Tensor& output, at::Tensor& input,
+                                             const c10d::GatherOptions& opts);
   std::string where(const char* op) const;
   // Issues body on the lane the calling thread's priority selects (or the send or receive lane).
   // The returned Work holds outputs alive until it completes. A blocking caller
@@ -182,7 +250,9 @@ class ProcessGroupDomino : public c10d::Backend {
                                   const std::string& what, bool by_collectives);
   // Chooses binding_ from the host topology and applies the NIC choice.
   void bind();
-  // Rank 0's plan settings and costs, which every rank adopts so that all plan alike.
+  // env with rank 0's values of the settings that change what goes on the wire.
+  AdoptedEnvironment agree_on_wire_settings(const std::map<std::string, std::string>& env);
+  // Rank 0's measured link costs, which every rank adopts so that all plan alike.
   topology::Router agree_on_routing(const std::string& host_list);
   bool higher_priority_pending(int lane) const;
   // A CUDA op's issue-time facts, for its job on the lane.
@@ -221,6 +291,7 @@ class ProcessGroupDomino : public c10d::Backend {
 
   c10::intrusive_ptr<Options> options_;
   Settings settings_;
+  std::map<std::string, std::string> wire_settings_;
   Priority default_priority_ = Priority::kNormal;
   std::unique_ptr<PluginRegistry> registry_;
   const domino_plugin_v1_t* plugin_ = nullptr;
@@ -240,6 +311,10 @@ class ProcessGroupDomino : public c10d::Backend {
   std::array<std::atomic<uint64_t>, kLanes> issued_{};
   std::array<std::pair<ProcessGroupDomino*, int>, kLanes> pause_contexts_{};
   std::atomic<uint64_t> sequence_{0};
+  uint64_t monitored_barriers_ = 0;
+  // The group's timeout (options_->timeout until setTimeout); new communicators take it.
+  std::atomic<std::chrono::milliseconds> timeout_{std::chrono::milliseconds(0)};
+  std::mutex timeout_mutex_;  // setTimeout against a lane publishing its new communicators
   const domino_plugin_v1_t* device_plugin_ = nullptr;
   mutable std::mutex device_mutex_;
   std::unique_ptr<DeviceRuntime> device_runtime_;

@@ -54,7 +54,7 @@ void ProcessGroupDomino::watch(const std::shared_ptr<c10::Event>& done, c10::Dev
   std::lock_guard<std::mutex> lock(device_mutex_);
   if (!watchdog_) {
     watchdog_ = std::make_unique<DeviceWatchdog>(
-        options_->timeout, [this](const std::string& what) { abort_device_communicators(what); });
+        timeout(), [this](const std::string& what) { abort_device_communicators(what); });
   }
   // The watchdog's thread makes the event's device current first, so that it never creates a
   // context on device 0 of a rank that uses another GPU.
@@ -68,7 +68,9 @@ void ProcessGroupDomino::watch(const std::shared_ptr<c10::Event>& done, c10::Dev
 
 void ProcessGroupDomino::track(Communicator* comm) {
   std::lock_guard<std::mutex> lock(device_mutex_);
-  if (comm != nullptr) device_communicators_.push_back(comm);
+  if (comm == nullptr) return;
+  comm->set_timeout(timeout().count());  // setTimeout may have run while it was made
+  device_communicators_.push_back(comm);
 }
 
 void ProcessGroupDomino::abort_device_communicators(const std::string& what) {
@@ -77,7 +79,7 @@ void ProcessGroupDomino::abort_device_communicators(const std::string& what) {
     std::lock_guard<std::mutex> lock(device_mutex_);
     device_health_->fail("domino: " + label() + ": a CUDA " + what +
                          " was enqueued but did not finish within the group timeout of " +
-                         std::to_string(options_->timeout.count()) +
+                         std::to_string(timeout().count()) +
                          " ms (a peer died, hangs, or issued other collectives); its NCCL "
                          "communicators were aborted, so CUDA collectives on this group now fail. "
                          "Destroy the group and create a new one.");
@@ -167,7 +169,7 @@ bool ProcessGroupDomino::pair_staged(int peer, c10::Device device) {
   auto identity = [&](int rank) {
     const std::string key = kGpuIdentityPrefix + std::to_string(rank);
     try {
-      store_->wait({key}, options_->timeout);
+      store_->wait({key}, timeout());
     } catch (const std::exception& e) {
       TORCH_CHECK(false, "domino: ", label(), ": rank ", rank,
                   " did not name its GPU within the "
@@ -198,7 +200,7 @@ ProcessGroupDomino::DevicePath ProcessGroupDomino::decide_device_path(c10::Devic
   std::vector<std::string> keys;
   for (int r = 0; r < size_; ++r) keys.push_back(prefix + std::to_string(r));
   try {
-    store_->wait(keys, options_->timeout);
+    store_->wait(keys, timeout());
   } catch (const std::exception& e) {
     TORCH_CHECK(false, "domino: ", label(),
                 ": the first CUDA collective waits for every rank to "

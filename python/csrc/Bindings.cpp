@@ -163,6 +163,12 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("intra_transport", &domino::ProcessGroupDomino::intra_transport)
       .def_property_readonly("inter_transport", &domino::ProcessGroupDomino::inter_transport)
       .def("_routing", &routing_dict, py::arg("sizes"))
+      .def("_wire_settings",
+           [](const domino::ProcessGroupDomino& pg) {
+             py::dict out;
+             for (const auto& [name, value] : pg.wire_settings()) out[py::str(name)] = value;
+             return out;
+           })
       .def("_binding",
            [](const domino::ProcessGroupDomino& pg) {
              const auto& b = pg.binding();
@@ -249,6 +255,8 @@ PYBIND11_MODULE(_C, m) {
 
   m.def("known_variables", &domino::known_variables,
         "Every DOMINO_* environment variable the backend reads.");
+  m.def("wire_variables", &domino::wire_variables,
+        "The DOMINO_* variables every rank of a group takes from rank 0.");
 
   m.def("reduction_isa", &domino::reduction_isa,
         "Instruction set the reduction kernels dispatched to on this CPU.");

@@ -51,6 +51,9 @@ def topology(group=None, sizes=None) -> dict:
         "transports": {"intra_host": backend.intra_transport, "inter_host": backend.inter_transport},
         "routing": backend._routing(list(sizes if sizes is not None else REPORT_SIZES)),
         "default_lane": backend.default_priority,
+        # The DOMINO_* settings that change what goes on the wire, as rank 0 has them: every
+        # rank of the group uses these (unset ones are absent).
+        "settings": backend._wire_settings(),
         # How CUDA tensors travel ("undecided" until the group's first CUDA collective) and the
         # comm streams made so far, with their priorities.
         "cuda": backend._cuda(),

@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "config/Settings.h"
+#include "config/WireSettings.h"
 
 namespace domino {
 namespace {
@@ -114,6 +117,46 @@ TEST(Settings, CostsParseOrNameTheVariable) {
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("DOMINO_COST_INTRA"), std::string::npos);
   }
+}
+
+TEST(WireSettings, EveryWireVariableIsAKnownOne) {
+  const auto& known = known_variables();
+  for (const std::string& name : wire_variables()) {
+    EXPECT_NE(std::find(known.begin(), known.end(), name), known.end()) << name;
+  }
+}
+
+TEST(WireSettings, RankZerosValuesReplaceOwnAndEachDifferenceIsNamed) {
+  const std::map<std::string, std::string> rank0 = {{"DOMINO_ALGO", "direct"},
+                                                    {"DOMINO_LOG", "debug"}};
+  const std::map<std::string, std::string> own = {
+      {"DOMINO_ALGO", "rsag"}, {"DOMINO_CHUNK_BYTES", "64K"}, {"DOMINO_HOST_ID", "b"}};
+  const AdoptedEnvironment adopted = adopt_wire_settings(own, wire_record(rank0), 3);
+  EXPECT_EQ(adopted.env.at("DOMINO_ALGO"), "direct");
+  EXPECT_EQ(adopted.env.count("DOMINO_CHUNK_BYTES"), 0u);  // unset on rank 0: unset here
+  EXPECT_EQ(adopted.env.at("DOMINO_HOST_ID"), "b");        // not a wire setting: stays own
+  EXPECT_EQ(adopted.env.count("DOMINO_LOG"), 0u);          // rank 0's local settings stay its own
+  ASSERT_EQ(adopted.differences.size(), 2u);
+  EXPECT_NE(adopted.differences[0].find("DOMINO_ALGO is 'rsag' on rank 3 but 'direct' on rank 0"),
+            std::string::npos)
+      << adopted.differences[0];
+  EXPECT_NE(adopted.differences[1].find("DOMINO_CHUNK_BYTES is '64K' on rank 3 but unset"),
+            std::string::npos)
+      << adopted.differences[1];
+  EXPECT_EQ(parse_settings(adopted.env).settings.algorithm, IntraAlgorithm::kDirect);
+}
+
+TEST(WireSettings, AgreeingRanksSeeNoDifference) {
+  const std::map<std::string, std::string> env = {{"DOMINO_SINGLE_COPY", "off"},
+                                                  {"DOMINO_SHM_BYTES", "8M"}};
+  const AdoptedEnvironment adopted = adopt_wire_settings(env, wire_record(env), 1);
+  EXPECT_TRUE(adopted.differences.empty());
+  EXPECT_EQ(adopted.env, env);
+}
+
+TEST(WireSettings, ARecordFromAnotherVersionIsRefused) {
+  EXPECT_THROW(adopt_wire_settings({}, "DOMINO_FUTURE=1\n", 1), std::invalid_argument);
+  EXPECT_THROW(adopt_wire_settings({}, "garbage", 1), std::invalid_argument);
 }
 
 }  // namespace

@@ -13,6 +13,13 @@ def test_configuration_table_lists_exactly_the_known_variables():
     assert documented == set(_C.known_variables())
 
 
+def test_configuration_table_says_which_settings_come_from_rank_0():
+    rows = re.findall(r"^\| `(DOMINO_[A-Z_]+)` \|[^|]*\|[^|]*\| ([^|]+) \|", README.read_text(), re.MULTILINE)
+    from_rank_0 = {name for name, who in rows if who.strip() == "rank 0's"}
+    assert from_rank_0 == set(_C.wire_variables())
+    assert len(rows) == len(_C.known_variables())
+
+
 def test_readme_names_the_two_commands_that_ci_runs():
     text = README.read_text()
     assert "bash scripts/setup.sh && /opt/torch-domino-venv/bin/torchrun --nproc-per-node 2 examples/train_gpt.py" in text

@@ -1,0 +1,164 @@
+// The entry points that take many tensors in one call (coalesced forms) and the single-tensor
+// names torch 2.14 made canonical. Lists of one dtype travel end to end in one flat buffer.
+#include <torch/version.h>
+
+#include "OpChecks.h"
+#include "ProcessGroupDomino.h"
+#include "TensorBuffer.h"
+#include "Work.h"
+#include "engine/RoutedComm.h"
+
+namespace domino {
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce_coalesced(
+    std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) {
+  const std::string at = where("allreduce_coalesced");
+  TORCH_CHECK(!tensors.empty(), at, ": no tensors given");
+  require_same(tensors[0], tensors, -1, at, "tensors");
+  const Reduction reduction = checked_reduction(opts.reduceOp, tensors[0], at);
+  const auto device = device_of(at, {&tensors});
+  const std::vector<at::Tensor> users = tensors;
+  // Premultiplied lists are scaled and staged on the lane, then written back.
+  auto staged =
+      reduction.premultiply ? nullptr : std::make_shared<StagedList>(tensors, /*copy_in=*/true);
+  return enqueue(
+      "all_reduce_coalesced", c10d::OpType::ALLREDUCE_COALESCED, tensors,
+      [staged, users, reduction](Work&, RoutedComm& comm) {
+        std::vector<at::Tensor> scaled;
+        std::shared_ptr<StagedList> list = staged;
+        if (!list) {
+          for (const at::Tensor& t : users) scaled.push_back(reduction.premultiplied(t));
+          list = std::make_shared<StagedList>(scaled, /*copy_in=*/true);
+        }
+        domino_buffer_t buffer = list->buffer();
+        comm.allreduce(buffer, buffer, reduction.op);
+        list->publish();
+        for (size_t i = 0; i < scaled.size(); ++i) users[i].copy_(scaled[i]);
+      },
+      is_blocking(opts), Route::kCollective, device, needs_host(reduction.op, tensors[0]));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather_coalesced(
+    std::vector<std::vector<at::Tensor>>& outputTensorLists, std::vector<at::Tensor>& inputs,
+    const c10d::AllgatherOptions& opts) {
+  const std::string at = where("allgather_coalesced");
+  TORCH_CHECK(!inputs.empty(), at, ": no input tensors given");
+  require_same(inputs[0], inputs, -1, at, "input");
+  TORCH_CHECK(outputTensorLists.size() == static_cast<size_t>(size_), at, ": expected ", size_,
+              " output lists (one per rank), got ", outputTensorLists.size());
+  // Rank-major: rank r's inputs, end to end, are block r of the gathered flat buffer.
+  std::vector<at::Tensor> outputs;
+  for (size_t r = 0; r < outputTensorLists.size(); ++r) {
+    const auto& list = outputTensorLists[r];
+    TORCH_CHECK(list.size() == inputs.size(), at, ": output list ", r, " has ", list.size(),
+                " tensors for ", inputs.size(), " inputs");
+    for (size_t i = 0; i < list.size(); ++i) {
+      TORCH_CHECK(
+          list[i].numel() == inputs[i].numel() && list[i].scalar_type() == inputs[i].scalar_type(),
+          at, ": output [", r, "][", i, "] (", list[i].numel(), " x ", list[i].scalar_type(),
+          ") must match input ", i, " (", inputs[i].numel(), " x ", inputs[i].scalar_type(), ")");
+      outputs.push_back(list[i]);
+    }
+  }
+  auto in = std::make_shared<StagedList>(inputs, /*copy_in=*/true);
+  auto out = std::make_shared<StagedList>(outputs, /*copy_in=*/false);
+  const auto device = device_of(at, {&inputs, &outputs});
+  return enqueue(
+      "all_gather_coalesced", c10d::OpType::ALLGATHER_COALESCED, outputs,
+      [in, out](Work&, RoutedComm& comm) {
+        domino_buffer_t recv = out->buffer();
+        comm.allgather(in->buffer(), recv);
+        out->publish();
+      },
+      is_blocking(opts), Route::kCollective, device, false);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather_into_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::AllgatherOptions& opts) {
+  const std::string at = where("allgather_into_tensor_coalesced");
+  TORCH_CHECK(outputs.size() == inputs.size(), at, ": ", outputs.size(), " outputs for ",
+              inputs.size(), " inputs");
+  std::vector<std::pair<std::shared_ptr<StagedTensor>, std::shared_ptr<StagedTensor>>> pairs;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    TORCH_CHECK(outputs[i].numel() == inputs[i].numel() * size_ &&
+                    outputs[i].scalar_type() == inputs[i].scalar_type(),
+                at, ": output ", i, " must hold input ", i, " from all ", size_, " ranks");
+    pairs.emplace_back(std::make_shared<StagedTensor>(inputs[i]),
+                       std::make_shared<StagedTensor>(outputs[i], /*copy_in=*/false));
+  }
+  const auto device = device_of(at, {&inputs, &outputs});
+  return enqueue(
+      "all_gather_into_tensor_coalesced", c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED, outputs,
+      [pairs](Work&, RoutedComm& comm) {
+        for (const auto& [in, out] : pairs) {
+          domino_buffer_t recv = out->buffer();
+          comm.allgather(in->buffer(), recv);
+          out->publish();
+        }
+      },
+      is_blocking(opts), Route::kCollective, device, false);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::ReduceScatterOptions& opts) {
+  const std::string at = where("reduce_scatter_tensor_coalesced");
+  TORCH_CHECK(outputs.size() == inputs.size(), at, ": ", outputs.size(), " outputs for ",
+              inputs.size(), " inputs");
+  TORCH_CHECK(!inputs.empty(), at, ": no tensors given");
+  std::vector<std::pair<at::Tensor, std::shared_ptr<StagedTensor>>> pairs;
+  Reduction reduction;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    TORCH_CHECK(inputs[i].numel() == outputs[i].numel() * size_ &&
+                    outputs[i].scalar_type() == inputs[i].scalar_type(),
+                at, ": input ", i, " must hold output ", i, " for all ", size_, " ranks");
+    reduction = checked_reduction(opts.reduceOp, inputs[i], at);
+    pairs.emplace_back(inputs[i], std::make_shared<StagedTensor>(outputs[i], /*copy_in=*/false));
+  }
+  const auto device = device_of(at, {&inputs, &outputs});
+  return enqueue(
+      "reduce_scatter_tensor_coalesced", c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, outputs,
+      [pairs, reduction](Work&, RoutedComm& comm) {
+        for (const auto& [input, out] : pairs) {
+          StagedTensor in(reduction.premultiply ? reduction.premultiplied(input) : input);
+          domino_buffer_t recv = out->buffer();
+          comm.reduce_scatter(in.buffer(), recv, reduction.op);
+          out->publish();
+        }
+      },
+      is_blocking(opts), Route::kCollective, device, needs_host(reduction.op, inputs[0]));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::gather_flat(at::Tensor& output,
+                                                               at::Tensor& input,
+                                                               const c10d::GatherOptions& opts) {
+  const std::string at = where("gather_single");
+  const int root = static_cast<int>(opts.rootRank);
+  TORCH_CHECK(root >= 0 && root < size_, at, ": root ", root, " is not a rank of this group");
+  const bool is_root = rank_ == root;
+  if (is_root) {
+    TORCH_CHECK(output.numel() == input.numel() * size_, at, ": the root's output has ",
+                output.numel(), " elements, expected input (", input.numel(), ") x ", size_,
+                " ranks");
+    TORCH_CHECK(output.scalar_type() == input.scalar_type(), at, ": output dtype ",
+                output.scalar_type(), " differs from input dtype ", input.scalar_type());
+  }
+  auto in = std::make_shared<StagedTensor>(input);
+  auto out = is_root ? std::make_shared<StagedTensor>(output, /*copy_in=*/false) : nullptr;
+  const std::vector<at::Tensor> tensors_of_op =
+      is_root ? std::vector<at::Tensor>{input, output} : std::vector<at::Tensor>{input};
+  const auto device = device_of(at, {&tensors_of_op});
+  return enqueue(
+      "gather_single", c10d::OpType::GATHER,
+      is_root ? std::vector<at::Tensor>{output} : std::vector<at::Tensor>{},
+      [in, out, root](Work&, RoutedComm& comm) {
+        const domino_buffer_t send = in->buffer();
+        domino_buffer_t recv = out ? out->buffer() : domino_buffer_t{nullptr, 0, send.dtype, -1};
+        comm.gather(send, recv, root);
+        if (out) out->publish();
+      },
+      is_blocking(opts), Route::kCollective, device, false);
+}
+
+}  // namespace domino

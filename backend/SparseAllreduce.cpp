@@ -1,0 +1,77 @@
+#include "SparseAllreduce.h"
+
+#include <c10/util/Exception.h>
+
+#include <vector>
+
+#include "TensorBuffer.h"
+#include "engine/RoutedComm.h"
+
+namespace domino {
+
+namespace {
+// What each rank tells the others first: its entry count, then what all must agree on.
+at::Tensor describe(const at::Tensor& sparse) {
+  std::vector<int64_t> fields = {sparse._nnz(), sparse.sparse_dim(), sparse.dense_dim(),
+                                 static_cast<int64_t>(sparse.scalar_type()), sparse.dim()};
+  for (int64_t extent : sparse.sizes()) fields.push_back(extent);
+  return at::tensor(fields, at::kLong);
+}
+
+at::Tensor gathered(RoutedComm& comm, const at::Tensor& mine, int size) {
+  at::Tensor all = at::empty({size, mine.numel()}, mine.options());
+  StagedTensor in(mine.contiguous());
+  StagedTensor out(all, /*copy_in=*/false);
+  domino_buffer_t recv = out.buffer();
+  comm.allgather(in.buffer(), recv);
+  out.publish();
+  return all;
+}
+
+// rows of t (along dim) padded with zeros to rows entries, so that every rank sends alike.
+at::Tensor padded(const at::Tensor& t, int64_t dim, int64_t rows) {
+  std::vector<int64_t> shape(t.sizes().begin(), t.sizes().end());
+  shape[static_cast<size_t>(dim)] = rows;
+  at::Tensor out = at::zeros(shape, t.options());
+  out.narrow(dim, 0, t.size(dim)).copy_(t);
+  return out;
+}
+}  // namespace
+
+void allreduce_sparse_sum(RoutedComm& comm, at::Tensor& tensor, int rank, int size,
+                          const std::string& where) {
+  const at::Tensor input = tensor.coalesce();
+  const at::Tensor mine = describe(input);
+  const at::Tensor all = gathered(comm, mine, size);
+  // The layout fields are the same length everywhere only if the dimension counts agree.
+  for (int r = 0; r < size; ++r) {
+    TORCH_CHECK(
+        at::equal(all[r].narrow(0, 1, mine.numel() - 1), mine.narrow(0, 1, mine.numel() - 1)),
+        where, ": rank ", r, "'s sparse tensor differs from rank ", rank,
+        "'s in shape, sparse/dense dimensions or dtype (rank ", rank, ": sizes ", input.sizes(),
+        ", sparse_dim ", input.sparse_dim(), ", ", input.scalar_type(),
+        "); every rank must pass a tensor of the same layout");
+  }
+  const at::Tensor counts = all.select(1, 0);
+  const int64_t most = counts.max().item<int64_t>();
+  const at::Tensor indices = gathered(comm, padded(input._indices(), 1, most), size);
+  const at::Tensor values =
+      gathered(comm, padded(input._values(), 0, most).reshape({-1}), size).reshape([&] {
+        std::vector<int64_t> shape = {size, most};
+        for (int64_t d = 1; d < input._values().dim(); ++d)
+          shape.push_back(input._values().size(d));
+        return shape;
+      }());
+  std::vector<at::Tensor> index_parts, value_parts;
+  for (int r = 0; r < size; ++r) {
+    const int64_t n = counts[r].item<int64_t>();
+    index_parts.push_back(indices[r].reshape({input.sparse_dim(), most}).narrow(1, 0, n));
+    value_parts.push_back(values[r].narrow(0, 0, n));
+  }
+  const at::Tensor sum = at::sparse_coo_tensor(at::cat(index_parts, 1), at::cat(value_parts, 0),
+                                               input.sizes(), input.options())
+                             .coalesce();
+  tensor.copy_(sum);
+}
+
+}  // namespace domino

@@ -1,0 +1,66 @@
+#include "WireSettings.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace domino {
+
+const std::vector<std::string>& wire_variables() {
+  // DOMINO_PRIORITY too: ranks issuing on different default lanes would pair up collectives
+  // that are not the same call.
+  static const std::vector<std::string> names = {
+      "DOMINO_ALGO",         "DOMINO_CHUNK_BYTES",     "DOMINO_SINGLE_COPY",
+      "DOMINO_SHM_BYTES",    "DOMINO_COST_INTRA",      "DOMINO_COST_INTER",
+      "DOMINO_PRIORITY",     "DOMINO_INTRA_TRANSPORT", "DOMINO_INTER_TRANSPORT",
+      "DOMINO_GPU_TRANSPORT"};
+  return names;
+}
+
+std::string wire_record(const std::map<std::string, std::string>& env) {
+  std::string record;
+  for (const std::string& name : wire_variables()) {
+    const auto found = env.find(name);
+    if (found == env.end()) continue;
+    // A value with a newline cannot be one any parser accepts; it is refused there, not here.
+    std::string value = found->second;
+    std::replace(value.begin(), value.end(), '\n', ' ');
+    record += name + "=" + value + "\n";
+  }
+  return record;
+}
+
+AdoptedEnvironment adopt_wire_settings(const std::map<std::string, std::string>& own,
+                                       const std::string& rank0_record, int rank) {
+  std::map<std::string, std::string> theirs;
+  for (size_t start = 0; start < rank0_record.size();) {
+    const size_t end = rank0_record.find('\n', start);
+    const std::string line = rank0_record.substr(start, end - start);
+    const size_t equals = line.find('=');
+    const std::string name = line.substr(0, equals);
+    const auto& names = wire_variables();
+    if (end == std::string::npos || equals == std::string::npos ||
+        std::find(names.begin(), names.end(), name) == names.end()) {
+      throw std::invalid_argument("rank 0's settings record has a line '" + line +
+                                  "' this build does not know (mixed torch-domino versions?)");
+    }
+    theirs[name] = line.substr(equals + 1);
+    start = end + 1;
+  }
+  AdoptedEnvironment adopted{own, {}};
+  auto shown = [](const std::map<std::string, std::string>& env, const std::string& name) {
+    const auto found = env.find(name);
+    return found == env.end() ? std::string("unset") : "'" + found->second + "'";
+  };
+  for (const std::string& name : wire_variables()) {
+    const std::string mine = shown(own, name), rank0 = shown(theirs, name);
+    if (mine == rank0) continue;
+    adopted.differences.push_back(name + " is " + mine + " on rank " + std::to_string(rank) +
+                                  " but " + rank0 + " on rank 0; rank " + std::to_string(rank) +
+                                  " uses rank 0's, as every rank of the group does");
+    adopted.env.erase(name);
+    if (theirs.count(name) != 0) adopted.env[name] = theirs[name];
+  }
+  return adopted;
+}
+
+}  // namespace domino

@@ -1,0 +1,119 @@
+"""What PyTorch's own distributed suite and FSDP2 ask of a backend beyond the basic ops (see
+tests/conformance for the suite itself): PREMUL_SUM, all_gather_coalesced, sparse all-reduce,
+the canonical ``_single`` names, monitored_barrier, "Timed out" errors, set_timeout, profiler
+events, and DOMINO_* settings that ranks must share."""
+
+from __future__ import annotations
+
+import pytest
+
+from ranks import assert_all_ok, run_ranks
+
+
+def _no_failures(results):
+    for rank, failures in enumerate(assert_all_ok(results)):
+        assert failures == [], f"rank {rank}: {len(failures)} failures, first: {failures[:5]}"
+
+
+@pytest.mark.parametrize("world", [1, 2, 3, 4, 5])
+def test_new_ops_match_local_references_on_world_and_sub_groups(world):
+    _no_failures(run_ranks(world, "contract_workers.contract_surface", timeout=600))
+
+
+def test_new_ops_across_simulated_hosts():
+    hosts = {0: "a", 1: "a", 2: "b", 3: "b"}
+    rank_env = {r: {"DOMINO_HOST_ID": h} for r, h in hosts.items()}
+    _no_failures(run_ranks(4, "contract_workers.contract_surface", rank_env=rank_env, timeout=600))
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_monitored_barrier_names_the_ranks_that_stay_away(world):
+    results = assert_all_ok(run_ranks(world, "contract_workers.monitored"))
+    away = {1, world - 1} if world > 2 else {1}
+    for rank, value in enumerate(results):
+        assert value["passed"]
+        if rank in away:
+            continue
+        error = value["error"] or ""
+        if rank == 0:
+            names = ", ".join(str(r) for r in sorted(away))
+            word = "Ranks" if len(away) > 1 else "Rank"
+            assert f"{word} {names} failed to pass monitoredBarrier in 1000 ms" in error, error
+            assert value["seconds"] < 5, value
+            assert "Rank 0 timed out in monitoredBarrier after 0 ms" in value["zero_timeout_error"]
+        else:
+            assert f"Rank {rank} successfully reached monitoredBarrier" in error, error
+
+
+def test_timeouts_say_timed_out_and_set_timeout_takes_effect():
+    value = assert_all_ok(run_ranks(2, "contract_workers.timeouts"))[0]
+    for label in ("created", "set"):
+        error = value[label]["error"] or ""
+        assert " Timed out " in error, (label, error)  # the wording PyTorch's tests match
+        assert "barrier" in error and "rank(s) 1" in error, error
+        assert 0.9 < value[label]["seconds"] < 10, value
+
+
+@pytest.mark.parametrize("world", [1, 2])
+def test_profiler_shows_every_op_with_its_sizes(world):
+    for rank, value in enumerate(assert_all_ok(run_ranks(world, "contract_workers.profiled"))):
+        events = value["events"]
+        assert events["domino:all_reduce"]["count"] == 2, events
+        assert events["domino:all_reduce"]["dims"][0] == [[1000]], events
+        for op in ("broadcast", "all_gather_into_tensor", "reduce_scatter_tensor", "barrier"):
+            assert f"domino:{op}" in events, (op, sorted(events))
+        assert events["domino:all_gather_into_tensor"]["dims"][0] == [[1000 * world]]
+        if world > 1:
+            assert f"domino:{'send' if rank == 0 else 'recv'}" in events, sorted(events)
+
+
+# Each setting that changes what goes on the wire, with a value rank 0 has and one the others
+# have; unset stands for the default.
+DIFFERING = {
+    "DOMINO_ALGO": ("direct", "rsag"),
+    "DOMINO_CHUNK_BYTES": ("64K", "1M"),
+    "DOMINO_SINGLE_COPY": ("off", None),
+    "DOMINO_SHM_BYTES": ("4M", "32M"),
+    "DOMINO_PRIORITY": ("high", "low"),
+    "DOMINO_COST_INTRA": (None, "2,5"),
+    "DOMINO_INTER_TRANSPORT": ("ucx", None),
+    "DOMINO_GPU_TRANSPORT": ("staged", "auto"),
+}
+
+
+@pytest.mark.parametrize("variable", list(DIFFERING))
+def test_ranks_started_with_different_settings_all_use_rank_0s(variable):
+    rank0, others = DIFFERING[variable]
+    world = 3
+    rank_env = {r: ({variable: v} if (v := rank0 if r == 0 else others) is not None else {})
+                for r in range(world)}
+    results = run_ranks(world, "contract_workers.wire_settings", [1, 1000, 300000],
+                        rank_env=rank_env)
+    for rank, value in enumerate(assert_all_ok(results)):
+        assert value["failures"] == [], (rank, value["failures"][:3])
+        assert value["settings"].get(variable) == rank0, (rank, value["settings"])
+    for result in results[1:]:
+        assert f"{variable} is " in result.output and "on rank 0" in result.output, result.output[-2000:]
+
+
+def test_ranks_with_different_settings_across_simulated_hosts():
+    rank_env = {0: {"DOMINO_HOST_ID": "a", "DOMINO_ALGO": "hierarchical,ring"},
+                1: {"DOMINO_HOST_ID": "a", "DOMINO_ALGO": "leader"},
+                2: {"DOMINO_HOST_ID": "b", "DOMINO_ALGO": "flat,rabenseifner"},
+                3: {"DOMINO_HOST_ID": "b"}}
+    results = run_ranks(4, "contract_workers.wire_settings", [1, 70000], rank_env=rank_env)
+    for value in assert_all_ok(results):
+        assert value["failures"] == [] and value["settings"]["DOMINO_ALGO"] == "hierarchical,ring"
+
+
+@pytest.mark.parametrize("factor", [3.0, 0.5])
+def test_fsdp2_reduce_scatter_divide_factor_trains_as_the_reference(factor):
+    for value in assert_all_ok(run_ranks(2, "contract_workers.fsdp2_divide_factor", factor)):
+        assert value.get("max_error", 1) < 1e-5, value
+
+
+def test_fsdp2_divide_factor_really_reduces_with_premul_sum():
+    """The same run on Gloo, which has no PREMUL_SUM, fails: the factor goes over the wire."""
+    for value in assert_all_ok(run_ranks(2, "contract_workers.fsdp2_divide_factor", 3.0,
+                                         backend="gloo")):
+        assert "PREMUL_SUM" in value.get("error", "") or "premul" in value.get("error", "").lower(), value
