@@ -90,7 +90,8 @@ void monitored_barrier(c10d::Store& store, const MonitoredBarrierCall& call) {
     return;
   }
   const std::string message =
-      "[Rank 0]: " + std::string(missing.size() == 1 ? "Rank " : "Ranks ") + joined(missing) +
+      // Gloo's wording: "Ranks" whenever it waited for all of them, even for one.
+      "[Rank 0]: " + std::string(call.wait_all_ranks ? "Ranks " : "Rank ") + joined(missing) +
       " failed to pass monitoredBarrier in " + budget + " (domino, " + call.label +
       "). Check that these ranks reach the same monitored_barrier, or raise its timeout.";
   publish(store, verdict, message);

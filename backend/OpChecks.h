@@ -56,12 +56,48 @@ struct Reduction {
   double factor = 1.0;
   at::Tensor tensor_factor;  // defined when the factor is a tensor
 
-  // input times the factor in input's dtype, as a new tensor (the caller's stays as it was).
+  // On the lane: input times the factor in input's dtype, as a new tensor (the caller's stays
+  // as it was). Both factors are cast to the dtype first, as NCCL does.
   at::Tensor premultiplied(const at::Tensor& input) const {
-    if (!tensor_factor.defined()) return input.mul(factor);
+    hold_for_session(input);
+    if (!tensor_factor.defined()) {
+      return input.mul(at::scalar_tensor(factor, input.options()));
+    }
+    hold_for_session(tensor_factor);
     return input.mul(tensor_factor.to(input.device(), input.scalar_type()).reshape({}));
   }
+  std::vector<at::Tensor> premultiplied(const std::vector<at::Tensor>& inputs) const {
+    std::vector<at::Tensor> out;
+    for (const at::Tensor& t : inputs) out.push_back(premultiplied(t));
+    return out;
+  }
 };
+
+// On the lane, for ops whose output is their input (all-reduce, reduce): runs op(buffer) over a
+// premultiplied copy of tensors staged as one buffer, then, where write_back, copies the result
+// into them.
+template <class Op>
+void reduce_premultiplied(const Reduction& reduction, const std::vector<at::Tensor>& tensors,
+                          bool write_back, Op&& op) {
+  std::vector<at::Tensor> scaled = reduction.premultiplied(tensors);
+  if (scaled.size() == 1) {
+    StagedTensor staged(scaled[0]);
+    domino_buffer_t buffer = staged.buffer();
+    op(buffer);
+    if (!write_back) return;
+    staged.publish();
+  } else {
+    StagedList staged(scaled, /*copy_in=*/true);
+    domino_buffer_t buffer = staged.buffer();
+    op(buffer);
+    if (!write_back) return;
+    staged.publish();
+  }
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    hold_for_session(tensors[i]);
+    tensors[i].copy_(scaled[i]);
+  }
+}
 
 inline Reduction checked_reduction(const c10d::ReduceOp& op, const at::Tensor& t,
                                    const std::string& where) {

@@ -1,10 +1,11 @@
 #include "ProcessGroupDomino.h"
 
-#include <ATen/ThreadLocalState.h>
+#include <ATen/core/LegacyTypeDispatch.h>
 #include <ATen/record_function.h>
 #include <c10/core/Event.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <c10/util/Exception.h>
+#include <c10/util/ThreadLocalDebugInfo.h>
 #include <sched.h>
 
 #include <torch/version.h>
@@ -79,6 +80,39 @@ std::exception_ptr job_error(const std::exception& e, std::chrono::milliseconds 
                             " ms (the group's timeout): " + e.what());
   }
   return as_backend_error(std::string("domino: ") + e.what());
+}
+// What a profiler on the caller's thread needs to see an op on the lane: its RecordFunction
+// callbacks and its debug info (where the profiler keeps its state); nothing else of the
+// caller's thread-local state reaches the lane.
+struct ProfilerContext {
+  at::RecordFunctionTLS callbacks;
+  std::shared_ptr<c10::ThreadLocalDebugInfo> debug_info;
+};
+
+class ProfilerContextGuard {
+ public:
+  explicit ProfilerContextGuard(const ProfilerContext& context)
+      : saved_(at::get_record_function_tls_()), debug_info_(context.debug_info) {
+    at::set_record_function_tls_(context.callbacks);
+  }
+  ~ProfilerContextGuard() { at::set_record_function_tls_(saved_); }
+  ProfilerContextGuard(const ProfilerContextGuard&) = delete;
+  ProfilerContextGuard& operator=(const ProfilerContextGuard&) = delete;
+
+ private:
+  at::RecordFunctionTLS saved_;
+  c10::DebugInfoGuard debug_info_;
+};
+
+// A domino:<op> event over the op's tensors, as Gloo's: a trace with record_shapes shows their
+// sizes. Left empty when no callback wants it.
+void record_op(std::optional<at::RecordFunction>& record, const char* op, Work& work) {
+  record.emplace(at::RecordScope::USER_SCOPE);
+  if (!record->isActive()) return;
+  const std::string title = std::string("domino:") + op;
+  std::vector<c10::IValue> tensors;
+  for (const at::Tensor& t : work.result()) tensors.emplace_back(t);
+  record->before(title.c_str(), c10::ArrayRef<const c10::IValue>(tensors.data(), tensors.size()));
 }
 }  // namespace
 
@@ -168,9 +202,12 @@ void ProcessGroupDomino::shutdown() {
   send_lane_.reset();
   recv_lane_.reset();
   watchdog_.reset();  // before the communicators it may abort
-  for (auto& lane : comms_) {
-    lane.comm.reset();
-    lane.bootstraps.clear();
+  {
+    std::lock_guard<std::mutex> lock(timeout_mutex_);  // a setTimeout may be walking them
+    for (auto& lane : comms_) {
+      lane.comm.reset();
+      lane.bootstraps.clear();
+    }
   }
   {
     std::lock_guard<std::mutex> lock(device_mutex_);
@@ -222,18 +259,21 @@ topology::LinkCost ProcessGroupDomino::measure_link(const domino_plugin_v1_t* pl
   return by_collectives ? probe_collective_link(comm) : probe_link(comm, config.rank);
 }
 
+std::string ProcessGroupDomino::rank0s(const std::string& key, const std::string& mine) {
+  if (rank_ == 0) {
+    store_->set(key, std::vector<uint8_t>(mine.begin(), mine.end()));
+    return mine;
+  }
+  store_->wait({key}, timeout());
+  const std::vector<uint8_t> value = store_->get(key);
+  return std::string(value.begin(), value.end());
+}
+
 AdoptedEnvironment ProcessGroupDomino::agree_on_wire_settings(
     const std::map<std::string, std::string>& env) {
-  const std::string key = "domino/settings";
-  std::string record = wire_record(env);
+  std::string record;
   try {
-    if (rank_ == 0) {
-      store_->set(key, std::vector<uint8_t>(record.begin(), record.end()));
-    } else {
-      store_->wait({key}, timeout());
-      const std::vector<uint8_t> value = store_->get(key);
-      record.assign(value.begin(), value.end());
-    }
+    record = rank0s("domino/settings", wire_record(env));
   } catch (const std::exception& e) {
     C10_THROW_ERROR(DistBackendError,
                     std::string("domino: init of ") + label() +
@@ -281,15 +321,7 @@ topology::Router ProcessGroupDomino::agree_on_routing(const std::string& host_li
   // The plan settings are rank 0's already (agree_on_wire_settings); the measured costs are
   // rank 0's too, where nothing was configured.
   const std::string mine = encode(costs.intra) + ";" + encode(costs.inter);
-  const std::string key = "domino/routing";
-  std::string agreed = mine;
-  if (rank_ == 0) {
-    store_->set(key, std::vector<uint8_t>(mine.begin(), mine.end()));
-  } else {
-    store_->wait({key}, timeout());
-    const std::vector<uint8_t> value = store_->get(key);
-    agreed.assign(value.begin(), value.end());
-  }
+  const std::string agreed = rank0s("domino/routing", mine);
   std::vector<std::string> fields;
   for (size_t start = 0;;) {
     const size_t end = agreed.find(';', start);
@@ -423,11 +455,10 @@ RoutedComm& ProcessGroupDomino::communicator(int lane) {
     }
     return std::make_unique<Communicator>(spec.inter ? inter_plugin_ : plugin_, config);
   };
-  const std::chrono::milliseconds made_with = timeout();
   auto made = std::make_unique<RoutedComm>(*router_, rank_, make);
   // setTimeout may have run while the communicators were made; it sees them from here on.
   std::lock_guard<std::mutex> lock(timeout_mutex_);
-  if (timeout() != made_with) made->set_timeout(timeout().count());
+  timeout_applies(made->set_timeout(timeout().count()));
   slot.comm = std::move(made);
   return *slot.comm;
 }
@@ -477,21 +508,20 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
     on_device = DeviceIssue{*device, std::move(ready), stream_lane, host_only, route, peer};
   }
   // A profiler running on the caller's thread sees the op where it really runs, on the lane.
-  std::optional<at::ThreadLocalState> caller_state;
-  if (at::hasCallbacks()) caller_state.emplace();
+  std::optional<ProfilerContext> profiler;
+  if (at::hasCallbacks()) {
+    profiler =
+        ProfilerContext{at::get_record_function_tls_(), c10::ThreadLocalDebugInfo::current()};
+  }
   auto job = [this, work, body = std::move(body), lane_index, pending, group_timeout = timeout(),
-              on_device = std::move(on_device), caller_state = std::move(caller_state), op] {
-    std::optional<at::ThreadLocalStateGuard> profiled;
-    if (caller_state) profiled.emplace(*caller_state);
-    const std::string title = std::string("domino:") + op;
-    at::RecordFunction record(at::RecordScope::USER_SCOPE);
-    if (record.isActive()) {
-      // As Gloo's events: the op's tensors, so a trace with record_shapes shows their sizes.
-      std::vector<c10::IValue> tensors;
-      for (const at::Tensor& t : work->result()) tensors.emplace_back(t);
-      record.before(title.c_str(),
-                    c10::ArrayRef<const c10::IValue>(tensors.data(), tensors.size()));
-    }
+              on_device = std::move(on_device), profiler = std::move(profiler), op] {
+    std::optional<ProfilerContextGuard> profiled;
+    if (profiler) profiled.emplace(*profiler);
+    // The lane writes raw results into the caller's tensors, as a transport would: autograd
+    // (a leaf that requires grad, an inference tensor) has no say in it.
+    at::AutoDispatchBelowADInplaceOrView raw;
+    std::optional<at::RecordFunction> record;
+    if (profiled) record_op(record, op, *work);
     try {
       if (on_device) {
         run_on_device(*work, body, lane_index, *on_device);  // completes it on its comm stream
@@ -528,13 +558,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce(std::vector<at::Ten
     at::Tensor user = tensors[0];
     return enqueue(
         "all_reduce", c10d::OpType::ALLREDUCE, tensors,
-        [user, reduction](Work&, RoutedComm& comm) mutable {
-          at::Tensor scaled = reduction.premultiplied(user);
-          StagedTensor staged(scaled);
-          domino_buffer_t buffer = staged.buffer();
-          comm.allreduce(buffer, buffer, reduction.op);
-          staged.publish();
-          user.copy_(scaled);
+        [user, reduction](Work&, RoutedComm& comm) {
+          reduce_premultiplied(reduction, {user}, /*write_back=*/true,
+                               [&](domino_buffer_t& b) { comm.allreduce(b, b, reduction.op); });
         },
         is_blocking(opts), Route::kCollective, device, false);
   }
@@ -580,14 +606,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce(std::vector<at::Tensor
     at::Tensor user = tensors[0];
     return enqueue(
         "reduce", c10d::OpType::REDUCE, tensors,
-        [user, reduction, root, is_root](Work&, RoutedComm& comm) mutable {
-          at::Tensor scaled = reduction.premultiplied(user);
-          StagedTensor staged(scaled);
-          domino_buffer_t buffer = staged.buffer();
-          comm.reduce(buffer, buffer, reduction.op, root);
-          if (!is_root) return;
-          staged.publish();
-          user.copy_(scaled);
+        [user, reduction, root, is_root](Work&, RoutedComm& comm) {
+          reduce_premultiplied(reduction, {user}, /*write_back=*/is_root,
+                               [&](domino_buffer_t& b) { comm.reduce(b, b, reduction.op, root); });
         },
         is_blocking(opts), Route::kCollective, device, false);
   }
@@ -727,9 +748,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter(
       [in, out, list, reduction](Work&, RoutedComm& comm) {
         std::shared_ptr<StagedList> source = in;
         if (!source) {
-          std::vector<at::Tensor> scaled;
-          for (const at::Tensor& t : list) scaled.push_back(reduction.premultiplied(t));
-          source = std::make_shared<StagedList>(scaled, /*copy_in=*/true);
+          source = std::make_shared<StagedList>(reduction.premultiplied(list), /*copy_in=*/true);
         }
         domino_buffer_t recv = out->buffer();
         comm.reduce_scatter(source->buffer(), recv, reduction.op);
@@ -961,12 +980,21 @@ void ProcessGroupDomino::setTimeout(std::chrono::milliseconds timeout) {
                     " ms; it must be positive");
   std::lock_guard<std::mutex> lock(timeout_mutex_);
   timeout_.store(timeout);
-  options_->timeout = timeout;
   for (LaneComm& lane : comms_) {
-    if (lane.comm) lane.comm->set_timeout(timeout.count());
+    if (lane.comm) timeout_applies(lane.comm->set_timeout(timeout.count()));
   }
   std::lock_guard<std::mutex> device_lock(device_mutex_);
-  for (Communicator* comm : device_communicators_) comm->set_timeout(timeout.count());
+  for (Communicator* comm : device_communicators_) {
+    timeout_applies(comm->set_timeout(timeout.count()));
+  }
+}
+
+void ProcessGroupDomino::timeout_applies(bool applied) {
+  if (applied || timeout_ignored_warned_.exchange(true)) return;
+  log_line(LogLevel::kWarn, rank_,
+           label() +
+               ": a transport of this group has no comm_set_timeout (plugin ABI 4); its "
+               "communicators keep the timeout they were created with");
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce_sparse(

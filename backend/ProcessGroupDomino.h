@@ -216,6 +216,8 @@ class ProcessGroupDomino : public c10d::Backend {
   std::chrono::milliseconds timeout() const {
     return timeout_.load();
   }
+  // Warns once when a communicator could not take a new timeout (applied is false).
+  void timeout_applies(bool applied);
   // Gathers every rank's input into the root's flat output (gather_single).
   c10::intrusive_ptr<c10d::Work> gather_flat(at::Tensor& output, at::Tensor& input,
                                              const c10d::GatherOptions& opts);
@@ -250,6 +252,8 @@ class ProcessGroupDomino : public c10d::Backend {
                                   const std::string& what, bool by_collectives);
   // Chooses binding_ from the host topology and applies the NIC choice.
   void bind();
+  // Rank 0's value under key: rank 0 publishes mine, the others wait for it.
+  std::string rank0s(const std::string& key, const std::string& mine);
   // env with rank 0's values of the settings that change what goes on the wire.
   AdoptedEnvironment agree_on_wire_settings(const std::map<std::string, std::string>& env);
   // Rank 0's measured link costs, which every rank adopts so that all plan alike.
@@ -315,6 +319,7 @@ class ProcessGroupDomino : public c10d::Backend {
   // The group's timeout (options_->timeout until setTimeout); new communicators take it.
   std::atomic<std::chrono::milliseconds> timeout_{std::chrono::milliseconds(0)};
   std::mutex timeout_mutex_;  // setTimeout against a lane publishing its new communicators
+  std::atomic<bool> timeout_ignored_warned_{false};
   const domino_plugin_v1_t* device_plugin_ = nullptr;
   mutable std::mutex device_mutex_;
   std::unique_ptr<DeviceRuntime> device_runtime_;

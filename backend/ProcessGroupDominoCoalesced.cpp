@@ -24,16 +24,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce_coalesced(
   return enqueue(
       "all_reduce_coalesced", c10d::OpType::ALLREDUCE_COALESCED, tensors,
       [staged, users, reduction](Work&, RoutedComm& comm) {
-        std::vector<at::Tensor> scaled;
-        std::shared_ptr<StagedList> list = staged;
-        if (!list) {
-          for (const at::Tensor& t : users) scaled.push_back(reduction.premultiplied(t));
-          list = std::make_shared<StagedList>(scaled, /*copy_in=*/true);
-        }
-        domino_buffer_t buffer = list->buffer();
-        comm.allreduce(buffer, buffer, reduction.op);
-        list->publish();
-        for (size_t i = 0; i < scaled.size(); ++i) users[i].copy_(scaled[i]);
+        auto run = [&](domino_buffer_t& b) { comm.allreduce(b, b, reduction.op); };
+        if (!staged) return reduce_premultiplied(reduction, users, /*write_back=*/true, run);
+        domino_buffer_t buffer = staged->buffer();
+        run(buffer);
+        staged->publish();
       },
       is_blocking(opts), Route::kCollective, device, needs_host(reduction.op, tensors[0]));
 }

@@ -69,7 +69,7 @@ void ProcessGroupDomino::watch(const std::shared_ptr<c10::Event>& done, c10::Dev
 void ProcessGroupDomino::track(Communicator* comm) {
   std::lock_guard<std::mutex> lock(device_mutex_);
   if (comm == nullptr) return;
-  comm->set_timeout(timeout().count());  // setTimeout may have run while it was made
+  timeout_applies(comm->set_timeout(timeout().count()));  // setTimeout may have run meanwhile
   device_communicators_.push_back(comm);
 }
 

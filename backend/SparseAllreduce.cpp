@@ -10,12 +10,12 @@
 namespace domino {
 
 namespace {
-// What each rank tells the others first: its entry count, then what all must agree on.
+// What each rank tells the others first, the same length on every rank: its entry count, then
+// what all must agree on (the extents come second, once the dimension counts agree).
 at::Tensor describe(const at::Tensor& sparse) {
-  std::vector<int64_t> fields = {sparse._nnz(), sparse.sparse_dim(), sparse.dense_dim(),
-                                 static_cast<int64_t>(sparse.scalar_type()), sparse.dim()};
-  for (int64_t extent : sparse.sizes()) fields.push_back(extent);
-  return at::tensor(fields, at::kLong);
+  return at::tensor(std::vector<int64_t>{sparse._nnz(), sparse.sparse_dim(), sparse.dense_dim(),
+                                         static_cast<int64_t>(sparse.scalar_type())},
+                    at::kLong);
 }
 
 at::Tensor gathered(RoutedComm& comm, const at::Tensor& mine, int size) {
@@ -43,14 +43,19 @@ void allreduce_sparse_sum(RoutedComm& comm, at::Tensor& tensor, int rank, int si
   const at::Tensor input = tensor.coalesce();
   const at::Tensor mine = describe(input);
   const at::Tensor all = gathered(comm, mine, size);
-  // The layout fields are the same length everywhere only if the dimension counts agree.
+  const at::Tensor extents = at::tensor(input.sizes().vec(), at::kLong);
+  auto disagree = [&](int r) {
+    TORCH_CHECK(false, where, ": rank ", r, "'s sparse tensor differs from rank ", rank,
+                "'s in shape, sparse/dense dimensions or dtype (rank ", rank, ": sizes ",
+                input.sizes(), ", sparse_dim ", input.sparse_dim(), ", ", input.scalar_type(),
+                "); every rank must pass a tensor of the same layout");
+  };
   for (int r = 0; r < size; ++r) {
-    TORCH_CHECK(
-        at::equal(all[r].narrow(0, 1, mine.numel() - 1), mine.narrow(0, 1, mine.numel() - 1)),
-        where, ": rank ", r, "'s sparse tensor differs from rank ", rank,
-        "'s in shape, sparse/dense dimensions or dtype (rank ", rank, ": sizes ", input.sizes(),
-        ", sparse_dim ", input.sparse_dim(), ", ", input.scalar_type(),
-        "); every rank must pass a tensor of the same layout");
+    if (!at::equal(all[r].narrow(0, 1, 3), mine.narrow(0, 1, 3))) disagree(r);
+  }
+  const at::Tensor all_extents = gathered(comm, extents, size);
+  for (int r = 0; r < size; ++r) {
+    if (!at::equal(all_extents[r], extents)) disagree(r);
   }
   const at::Tensor counts = all.select(1, 0);
   const int64_t most = counts.max().item<int64_t>();

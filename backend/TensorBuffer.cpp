@@ -70,6 +70,12 @@ at::TensorOptions placement(const at::Tensor& like, const DeviceSession& session
 }
 }  // namespace
 
+void hold_for_session(const at::Tensor& t) {
+  if (current_session != nullptr && t.defined() && t.is_cuda()) {
+    record_on(t, current_session->stream);
+  }
+}
+
 const DeviceSession* DeviceSession::current() {
   return current_session;
 }

@@ -32,6 +32,10 @@ class DeviceSessionScope {
   const DeviceSession* previous_;
 };
 
+// Inside a CUDA op's body: the lane's comm stream uses t, so its memory is not handed out again
+// before that stream is done with it. Nothing for host tensors or outside a session.
+void hold_for_session(const at::Tensor& t);
+
 // Inverse of to_domino_dtype.
 at::ScalarType to_scalar_type(domino_dtype_t dtype);
 

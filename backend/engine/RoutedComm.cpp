@@ -332,10 +332,12 @@ int RoutedComm::recv(const domino_buffer_t& buffer_in, int peer, int tag) {
   return (flat_inter_ ? *flat_inter_ : *flat_intra_).recv(buffer, peer, tag);
 }
 
-void RoutedComm::set_timeout(int64_t timeout_ms) {
+bool RoutedComm::set_timeout(int64_t timeout_ms) {
+  bool all = true;
   for (auto* comm : {&flat_intra_, &flat_inter_, &local_, &rail_, &leaders_}) {
-    if (*comm) (*comm)->set_timeout(timeout_ms);
+    if (*comm && !(*comm)->set_timeout(timeout_ms)) all = false;
   }
+  return all;
 }
 
 }  // namespace domino

@@ -63,7 +63,8 @@ class RoutedComm {
   int recv(const domino_buffer_t& buffer_in, int peer, int tag);
 
   // Every communicator this one routes over waits timeout_ms in operations that start from now.
-  void set_timeout(int64_t timeout_ms);
+  // False when one of them keeps the timeout it was created with.
+  bool set_timeout(int64_t timeout_ms);
 
   // The plan each op took last, by name (observability; tests check routing with it).
   const std::string& last_plan() const { return last_plan_; }

@@ -72,7 +72,13 @@ struct PluginTable {
   }
 
   static int set_timeout(domino_comm_t* c, int64_t timeout_ms, char* err, size_t n) {
-    return guard_abi(err, n, [&] { self(c).set_timeout(std::chrono::milliseconds(timeout_ms)); });
+    return guard_abi(err, n, [&] {
+      if (timeout_ms <= 0) {
+        throw TransportError(DOMINO_ERR_INVALID, "a timeout of " + std::to_string(timeout_ms) +
+                                                     " ms; it must be positive");
+      }
+      self(c).set_timeout(std::chrono::milliseconds(timeout_ms));
+    });
   }
 
   static constexpr domino_plugin_v1_t table(const char* name, uint32_t devices) {

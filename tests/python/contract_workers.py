@@ -70,8 +70,18 @@ def premul_sum(rank: int, world: int, group=None) -> list:
                 _close(failures, f"reduce_scatter premul {tag}", out, want, dtype)
                 pair = [_base(me, n, dtype), _base(me, n + 3, dtype)]
                 dist.all_reduce_coalesced(pair, op=op, group=group)
-                _close(failures, f"all_reduce_coalesced premul {tag}", pair[1],
-                       _premul_reference(n_ranks, n + 3, dtype, factor), dtype)
+                for k, extra in enumerate((0, 3)):
+                    _close(failures, f"all_reduce_coalesced[{k}] premul {tag}", pair[k],
+                           _premul_reference(n_ranks, n + extra, dtype, factor), dtype)
+                # a parameter that requires grad, and a strided view, are written like any tensor
+                param = torch.nn.Parameter(_base(me, n, dtype))
+                dist.all_reduce(param, op=op, group=group)
+                _close(failures, f"all_reduce premul into a Parameter {tag}", param.detach(), want, dtype)
+                strided = _base(me, 2 * n, dtype)[::2]
+                dist.all_reduce(strided, op=op, group=group)
+                want_strided = torch.stack([(_base(r, 2 * n, dtype)[::2] * torch.tensor(factor, dtype=dtype)).double()
+                                            for r in range(n_ranks)]).sum(0).to(dtype)
+                _close(failures, f"all_reduce premul strided {tag}", strided, want_strided, dtype)
                 outs = [torch.empty(n, dtype=dtype), torch.empty(n + 1, dtype=dtype)]
                 ins = [torch.cat([_base(me, n, dtype)] * n_ranks),
                        torch.cat([_base(me, n + 1, dtype)] * n_ranks)]
@@ -80,8 +90,9 @@ def premul_sum(rank: int, world: int, group=None) -> list:
                     for o, i in zip(outs, ins):
                         single(o, i, op=op, group=group, async_op=True)
                 cm.wait()
-                _close(failures, f"reduce_scatter coalesced premul {tag}", outs[1],
-                       _premul_reference(n_ranks, n + 1, dtype, factor), dtype)
+                for k, extra in enumerate((0, 1)):
+                    _close(failures, f"reduce_scatter coalesced[{k}] premul {tag}", outs[k],
+                           _premul_reference(n_ranks, n + extra, dtype, factor), dtype)
     return failures
 
 
@@ -126,6 +137,21 @@ def gathers_and_sparse(rank: int, world: int, group=None) -> list:
         check(failures, f"sparse all_reduce {dtype}", t.to_dense(), want, dtype)
         if not t.is_coalesced():
             failures.append(f"sparse all_reduce {dtype}: result not coalesced")
+    # uneven entry counts, rank 0 with none: the others' entries are padded on the wire
+    def uneven(r):
+        idx = torch.tensor([[k % 5 for k in range(r)], [(k * r) % 6 for k in range(r)]], dtype=torch.long)
+        return torch.sparse_coo_tensor(idx.reshape(2, r), torch.arange(r, dtype=torch.float32) + 1, (5, 6))
+    t = uneven(me)
+    dist.all_reduce(t, group=group)
+    check(failures, "sparse all_reduce, uneven nnz", t.to_dense(),
+          sum(uneven(r).to_dense() for r in range(n_ranks)), torch.float32)
+    if n_ranks > 1:  # ranks that disagree on the shape are all told, and the group goes on
+        try:
+            dist.all_reduce(torch.zeros(4, 3 + me).to_sparse(), group=group)
+            failures.append("sparse tensors of different shapes were accepted")
+        except Exception as error:  # noqa: BLE001
+            if "differs" not in str(error):
+                failures.append(f"sparse shape mismatch error: {error}")
     # sparse with values of more than one dimension (hybrid tensors)
     t = torch.sparse_coo_tensor(torch.tensor([[me % 3]]), torch.full((1, 2), float(me + 1)), (3, 2))
     dist.all_reduce(t, group=group)
@@ -184,12 +210,12 @@ def timeouts(rank: int, world: int) -> dict:
     """A barrier only rank 0 enters fails with c10d's wording after the group's timeout, also
     after set_timeout changed it."""
     result = {}
-    for label, make in (("created", lambda: dist.new_group(timeout=datetime.timedelta(seconds=1))),
+    for label, make in (("created", lambda: dist.new_group(timeout=datetime.timedelta(seconds=2))),
                         ("set", lambda: dist.new_group(timeout=datetime.timedelta(seconds=120)))):
         group = make()
         dist.barrier(group)  # the lane's communicator exists before the timeout changes
         if label == "set":
-            dist.set_timeout(datetime.timedelta(seconds=1), group)
+            dist.set_timeout(datetime.timedelta(seconds=2), group)
         if rank == 0:
             start = time.monotonic()
             try:
@@ -208,7 +234,9 @@ def profiled(rank: int, world: int) -> dict:
     x = torch.ones(1000)
     with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
         dist.all_reduce(x)
-        dist.all_reduce(x, async_op=True).wait()
+        work = dist.all_reduce(x, async_op=True)
+        time.sleep(0.3)  # the lane starts it meanwhile: the event is on the lane's thread
+        work.wait()
         dist.broadcast(x, 0)
         out = torch.empty(1000 * world)
         dist.all_gather_into_tensor(out, x)
@@ -233,13 +261,11 @@ def profiled(rank: int, world: int) -> dict:
         if name == "aten::mm":
             main_thread = event.get("tid")
         if name.startswith("domino:") and event.get("ph") == "X":
-            entry = seen.setdefault(name, {"count": 0, "dims": [], "threads": set()})
+            entry = seen.setdefault(name, {"count": 0, "dims": [], "threads": []})
             entry["count"] += 1
             entry["dims"].append(event.get("args", {}).get("Input Dims"))
-            entry["threads"].add(event.get("tid"))
+            entry["threads"].append(str(event.get("tid")))
             entry["dur"] = max(entry.get("dur", 0), event.get("dur", 0))
-    for entry in seen.values():
-        entry["threads"] = [str(t) for t in entry["threads"]]
     return {"events": seen, "main_thread": str(main_thread)}
 
 

@@ -37,21 +37,22 @@ def test_monitored_barrier_names_the_ranks_that_stay_away(world):
         error = value["error"] or ""
         if rank == 0:
             names = ", ".join(str(r) for r in sorted(away))
-            word = "Ranks" if len(away) > 1 else "Rank"
-            assert f"{word} {names} failed to pass monitoredBarrier in 1000 ms" in error, error
+            assert f"Ranks {names} failed to pass monitoredBarrier in 1000 ms" in error, error
             assert value["seconds"] < 5, value
             assert "Rank 0 timed out in monitoredBarrier after 0 ms" in value["zero_timeout_error"]
         else:
             assert f"Rank {rank} successfully reached monitoredBarrier" in error, error
 
 
+@pytest.mark.skipif(not hasattr(__import__("torch.distributed").distributed, "set_timeout"),
+                    reason="this torch has no torch.distributed.set_timeout")
 def test_timeouts_say_timed_out_and_set_timeout_takes_effect():
     value = assert_all_ok(run_ranks(2, "contract_workers.timeouts"))[0]
     for label in ("created", "set"):
         error = value[label]["error"] or ""
-        assert " Timed out " in error, (label, error)  # the wording PyTorch's tests match
+        assert " Timed out after 2000 ms " in error, (label, error)  # c10d's wording
         assert "barrier" in error and "rank(s) 1" in error, error
-        assert 0.9 < value[label]["seconds"] < 10, value
+        assert 1.9 < value[label]["seconds"] < 15, value
 
 
 @pytest.mark.parametrize("world", [1, 2])
@@ -60,6 +61,9 @@ def test_profiler_shows_every_op_with_its_sizes(world):
         events = value["events"]
         assert events["domino:all_reduce"]["count"] == 2, events
         assert events["domino:all_reduce"]["dims"][0] == [[1000]], events
+        # the blocking one ran on the thread that waited for it, the async one on its lane's
+        threads = events["domino:all_reduce"]["threads"]
+        assert value["main_thread"] in threads and len(set(threads)) == 2, value
         for op in ("broadcast", "all_gather_into_tensor", "reduce_scatter_tensor", "barrier"):
             assert f"domino:{op}" in events, (op, sorted(events))
         assert events["domino:all_gather_into_tensor"]["dims"][0] == [[1000 * world]]
