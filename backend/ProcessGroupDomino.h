@@ -23,7 +23,6 @@
 
 #include "Work.h"
 #include "config/Settings.h"
-#include "config/WireSettings.h"
 #include "domino/plugin.h"
 #include "topology/Binding.h"
 #include "topology/GroupLayout.h"
@@ -32,6 +31,7 @@
 
 namespace domino {
 
+struct AdoptedEnvironment;
 class Communicator;
 class DeviceRuntime;
 class DeviceWatchdog;
@@ -252,6 +252,8 @@ class ProcessGroupDomino : public c10d::Backend {
                                   const std::string& what, bool by_collectives);
   // Chooses binding_ from the host topology and applies the NIC choice.
   void bind();
+  // Every rank publishes its host identity and reads everyone's.
+  topology::GroupLayout exchange_layout();
   // Rank 0's value under key: rank 0 publishes mine, the others wait for it.
   std::string rank0s(const std::string& key, const std::string& mine);
   // env with rank 0's values of the settings that change what goes on the wire.

@@ -10,6 +10,7 @@
 #include "OverlapBindings.h"
 #include "PriorityGuard.h"
 #include "ProcessGroupDomino.h"
+#include "config/WireSettings.h"
 #include "engine/PlanTrial.h"
 #include "plugins/common/Reduction.h"
 
