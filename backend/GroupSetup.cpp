@@ -1,0 +1,199 @@
+// Group set-up: what the ranks agree on at init (host identities, DOMINO_* settings, link
+// costs), which transports they load, and where this rank's communication runs.
+#include <sched.h>
+
+#include <filesystem>
+#include <map>
+#include <mutex>
+
+#include "ProcessGroupDomino.h"
+#include "StoreBootstrap.h"
+#include "config/Log.h"
+#include "config/WireSettings.h"
+#include "engine/LinkProbe.h"
+#include "plugins/registry/Communicator.h"
+#include "plugins/registry/PluginRegistry.h"
+
+namespace domino {
+
+// Every rank publishes its host identity; every rank then reads all of them.
+topology::GroupLayout ProcessGroupDomino::exchange_layout() {
+  const std::string mine = topology::local_host_id(settings_.host_id);
+  const std::string prefix = "domino/host/";
+  store_->set(prefix + std::to_string(rank_), std::vector<uint8_t>(mine.begin(), mine.end()));
+  std::vector<std::string> keys, ids;
+  for (int r = 0; r < size_; ++r) keys.push_back(prefix + std::to_string(r));
+  store_->wait(keys, timeout());
+  for (const auto& key : keys) {
+    const std::vector<uint8_t> value = store_->get(key);
+    ids.emplace_back(value.begin(), value.end());
+  }
+  return topology::layout_from_host_ids(ids);
+}
+
+const domino_plugin_v1_t* ProcessGroupDomino::loaded_transport(const char* variable,
+                                                               const std::string& chosen,
+                                                               const char* automatic) const {
+  const std::string name = chosen == "auto" ? std::string(automatic) : chosen;
+  const domino_plugin_v1_t* plugin = registry_->find(name);
+  if (plugin == nullptr) {
+    std::string known;
+    for (const auto& n : registry_->names()) known += (known.empty() ? "" : ", ") + n;
+    TORCH_CHECK_VALUE(false, "domino: ", variable, "='", name,
+                      "' names no loaded transport; accepted values: auto, ", known,
+                      ". Fix the name or add its plugin directory to DOMINO_PLUGIN_PATH.");
+  }
+  return plugin;
+}
+
+topology::LinkCost ProcessGroupDomino::measure_link(const domino_plugin_v1_t* plugin, int peer,
+                                                    const std::string& what, bool by_collectives) {
+  std::vector<int64_t> members = {global_ranks_[0], global_ranks_[static_cast<size_t>(peer)]};
+  StoreBootstrap bootstrap(store_, "domino/probe-" + what + "/");
+  const std::string name = group_name_ + "/probe-" + what;
+  domino_comm_config_t config{};
+  config.rank = rank_ == 0 ? 0 : 1;
+  config.size = 2;
+  config.global_ranks = members.data();
+  config.group_name = name.c_str();
+  // Short: a peer that cannot answer must not hold up the group's creation for long.
+  config.timeout_ms = std::min<int64_t>(timeout().count(), 10000);
+  config.bootstrap = bootstrap.table();
+  Communicator comm(plugin, config);
+  return by_collectives ? probe_collective_link(comm) : probe_link(comm, config.rank);
+}
+
+std::string ProcessGroupDomino::rank0s(const std::string& key, const std::string& mine) {
+  if (rank_ == 0) {
+    store_->set(key, std::vector<uint8_t>(mine.begin(), mine.end()));
+    return mine;
+  }
+  store_->wait({key}, timeout());
+  const std::vector<uint8_t> value = store_->get(key);
+  return std::string(value.begin(), value.end());
+}
+
+AdoptedEnvironment ProcessGroupDomino::agree_on_wire_settings(
+    const std::map<std::string, std::string>& env) {
+  std::string record;
+  try {
+    record = rank0s("domino/settings", wire_record(env));
+  } catch (const std::exception& e) {
+    C10_THROW_ERROR(DistBackendError,
+                    std::string("domino: init of ") + label() +
+                        " failed while ranks agreed on DOMINO_* settings: " + e.what());
+  }
+  try {
+    return adopt_wire_settings(env, record, rank_);
+  } catch (const std::invalid_argument& e) {
+    C10_THROW_ERROR(DistBackendError,
+                    std::string("domino: init of ") + label() + " failed: " + e.what());
+  }
+}
+
+topology::Router ProcessGroupDomino::agree_on_routing(const std::string& host_list) {
+  topology::CostModel costs;
+  // Rank 0 and one peer measure each link the router weighs; everyone adopts rank 0's figures.
+  auto measure = [&](topology::LinkCost& cost, const domino_plugin_v1_t* plugin, int peer,
+                     const char* what, const char* variable, bool by_collectives) {
+    if (rank_ != 0 && rank_ != peer) return;
+    try {
+      cost = measure_link(plugin, peer, what, by_collectives);
+    } catch (const std::exception& e) {
+      log_line(LogLevel::kWarn, rank_,
+               label() + ": could not measure the " + what + "-host link (" + e.what() +
+                   "); the router keeps its default costs. Set " + variable +
+                   " to this machine's figures.");
+    }
+  };
+  if (settings_.cost_inter) {
+    costs.inter = *settings_.cost_inter;
+  } else if (!layout_.single_host()) {
+    measure(costs.inter, inter_plugin_, layout_.host_ranks[1].front(), "inter", "DOMINO_COST_INTER",
+            false);
+  }
+  // Only groups across hosts weigh in-host steps against the network; one host has one plan.
+  if (settings_.cost_intra) {
+    costs.intra = *settings_.cost_intra;
+  } else if (!layout_.single_host() && layout_.host_ranks[0].size() > 1) {
+    // The router prices in-host steps as collectives (single-copy reads), not as sends.
+    measure(costs.intra, plugin_, layout_.host_ranks[0][1], "intra", "DOMINO_COST_INTRA", true);
+  }
+  auto encode = [](const topology::LinkCost& c) {
+    return std::to_string(c.latency_us) + ";" + std::to_string(c.gbytes_per_s) + ";" + c.source;
+  };
+  // The plan settings are rank 0's already (agree_on_wire_settings); the measured costs are
+  // rank 0's too, where nothing was configured.
+  const std::string mine = encode(costs.intra) + ";" + encode(costs.inter);
+  const std::string agreed = rank0s("domino/routing", mine);
+  std::vector<std::string> fields;
+  for (size_t start = 0;;) {
+    const size_t end = agreed.find(';', start);
+    fields.push_back(agreed.substr(start, end == std::string::npos ? end : end - start));
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  TORCH_CHECK(fields.size() == 6, "domino: init of ", label(), ": malformed routing record '",
+              agreed, "' from rank 0 (mixed torch-domino versions?)");
+  topology::RouterOptions options;
+  if (settings_.plan == "flat") {
+    // One communicator over the group: the intra-host transport on one host (name another with
+    // DOMINO_INTRA_TRANSPORT), the inter-host one across hosts.
+    options.forced_plan =
+        layout_.single_host() ? topology::PlanKind::kFlatIntra : topology::PlanKind::kFlatInter;
+  } else if (settings_.plan == "hierarchical") {
+    options.forced_plan = topology::PlanKind::kHierarchical;
+  } else if (settings_.plan == "leader") {
+    options.forced_plan = topology::PlanKind::kLeader;
+  }
+  options.forced_inter_algorithm = settings_.inter_algorithm;
+  costs.intra = {std::stod(fields[0]), std::stod(fields[1]), fields[2]};
+  costs.inter = {std::stod(fields[3]), std::stod(fields[4]), fields[5]};
+  log_line(LogLevel::kDebug, rank_, label() + ": host layout " + host_list);
+  return topology::Router(layout_, costs, options);
+}
+
+const topology::HostTopology& ProcessGroupDomino::host() const {
+  // One hwloc scan per process and file: every group of the process asks at init.
+  static std::mutex mutex;
+  static std::map<std::string, topology::HostTopology> loaded;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto found = loaded.find(settings_.topology_file);
+  if (found == loaded.end()) {
+    found =
+        loaded
+            .emplace(settings_.topology_file, topology::load_host_topology(settings_.topology_file))
+            .first;
+  }
+  return found->second;
+}
+
+void ProcessGroupDomino::bind() {
+  std::vector<int> allowed;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+      if (CPU_ISSET(cpu, &set)) allowed.push_back(cpu);
+    }
+  }
+  try {
+    const topology::HostTopology& topo = host();
+    binding_ = topology::choose_binding(topo, layout_.local_rank[static_cast<size_t>(rank_)],
+                                        layout_.local_size(rank_), allowed);
+    // Rail alignment: with several NICs, UCX uses the one next to this rank's node, unless the
+    // user chose (UCX's own UCX_NET_DEVICES wins). UCX reads it when it starts, once per process.
+    if (!layout_.single_host() && topo.nics.size() > 1 && !binding_.nic.empty() &&
+        std::getenv("UCX_NET_DEVICES") == nullptr &&
+        std::filesystem::exists("/sys/class/net/" + binding_.nic)) {
+      setenv("UCX_NET_DEVICES", binding_.nic.c_str(), 0);
+    }
+  } catch (const std::exception& e) {
+    binding_ = topology::Binding{};
+    binding_.cpus = allowed;
+    log_line(LogLevel::kWarn, rank_,
+             label() + ": no host topology (" + e.what() + "); progress threads stay unbound");
+  }
+}
+
+}  // namespace domino
