@@ -72,7 +72,7 @@ def test_profiler_shows_every_op_with_its_sizes(world):
 
 
 # Each setting that changes what goes on the wire, with a value rank 0 has and one the others
-# have; unset stands for the default.
+# have; unset stands for the default. (A test below checks this covers every wire variable.)
 DIFFERING = {
     "DOMINO_ALGO": ("direct", "rsag"),
     "DOMINO_CHUNK_BYTES": ("64K", "1M"),
@@ -80,9 +80,17 @@ DIFFERING = {
     "DOMINO_SHM_BYTES": ("4M", "32M"),
     "DOMINO_PRIORITY": ("high", "low"),
     "DOMINO_COST_INTRA": (None, "2,5"),
+    "DOMINO_COST_INTER": ("30,1.2", None),
+    "DOMINO_INTRA_TRANSPORT": ("shm", "auto"),
     "DOMINO_INTER_TRANSPORT": ("ucx", None),
     "DOMINO_GPU_TRANSPORT": ("staged", "auto"),
 }
+
+
+def test_every_wire_variable_is_tried_with_differing_values():
+    from torch_domino import _C
+
+    assert set(DIFFERING) == set(_C.wire_variables())
 
 
 @pytest.mark.parametrize("variable", list(DIFFERING))
