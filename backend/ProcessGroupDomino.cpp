@@ -90,12 +90,16 @@ class ProfilerContextGuard {
 
 // A domino:<op> event over the op's tensors, as Gloo's: a trace with record_shapes shows their
 // sizes. Left empty when no callback wants it.
-void record_op(std::optional<at::RecordFunction>& record, const char* op, Work& work) {
+void record_op(std::optional<at::RecordFunction>& record, const char* op,
+               const std::vector<at::Tensor>& inputs) {
   record.emplace(at::RecordScope::USER_SCOPE);
   if (!record->isActive()) return;
+  // Communication, as Gloo's and NCCL's events are: the profiler lists it apart from the
+  // caller's synchronous ops.
+  record->_setAsync();
   const std::string title = std::string("domino:") + op;
   std::vector<c10::IValue> tensors;
-  for (const at::Tensor& t : work.result()) tensors.emplace_back(t);
+  for (const at::Tensor& t : inputs) tensors.emplace_back(t);
   record->before(title.c_str(), c10::ArrayRef<const c10::IValue>(tensors.data(), tensors.size()));
 }
 }  // namespace
@@ -299,7 +303,7 @@ std::array<uint64_t, 3> ProcessGroupDomino::issued_per_lane() const {
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
-    const char* op, c10d::OpType type, std::vector<at::Tensor> outputs,
+    const char* op, c10d::OpType type, OpTensors tensors,
     std::function<void(Work&, RoutedComm&)> body, bool blocking, Route route,
     std::optional<c10::Device> device, bool host_only, int peer) {
   const int lane_index = route == Route::kCollective
@@ -309,7 +313,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
                        : route == Route::kRecv ? recv_lane_.get()
                                                : lanes_[static_cast<size_t>(lane_index)].get();
   TORCH_CHECK(lane != nullptr, where(op), ": the process group was shut down");
-  auto work = c10::make_intrusive<Work>(rank_, type, std::move(outputs));
+  auto work = c10::make_intrusive<Work>(rank_, type, std::move(tensors.outputs));
   ++sequence_;
   std::atomic<int>* pending =
       route == Route::kCollective ? &pending_[static_cast<size_t>(lane_index)] : nullptr;
@@ -328,19 +332,21 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
   }
   // A profiler running on the caller's thread sees the op where it really runs, on the lane.
   std::optional<ProfilerContext> profiler;
-  if (at::hasCallbacks()) {
+  const bool profiling = at::hasCallbacks();
+  if (profiling) {
     profiler =
         ProfilerContext{at::get_record_function_tls_(), c10::ThreadLocalDebugInfo::current()};
   }
   auto job = [this, work, body = std::move(body), lane_index, pending, group_timeout = timeout(),
-              on_device = std::move(on_device), profiler = std::move(profiler), op] {
+              on_device = std::move(on_device), profiler = std::move(profiler), op,
+              inputs = profiling ? std::move(tensors.inputs) : std::vector<at::Tensor>{}] {
     std::optional<ProfilerContextGuard> profiled;
     if (profiler) profiled.emplace(*profiler);
     // The lane writes raw results into the caller's tensors, as a transport would: autograd
     // (a leaf that requires grad, an inference tensor) has no say in it.
     at::AutoDispatchBelowADInplaceOrView raw;
     std::optional<at::RecordFunction> record;
-    if (profiled) record_op(record, op, *work);
+    if (profiled) record_op(record, op, inputs);
     try {
       if (on_device) {
         run_on_device(*work, body, lane_index, *on_device);  // completes it on its comm stream

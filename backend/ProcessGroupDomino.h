@@ -222,14 +222,23 @@ class ProcessGroupDomino : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> gather_flat(at::Tensor& output, at::Tensor& input,
                                              const c10d::GatherOptions& opts);
   std::string where(const char* op) const;
+  // An op's tensors: what its Work holds and returns (outputs) and what its profiler event
+  // shows (inputs, as Gloo's events do; the outputs when they are the inputs).
+  struct OpTensors {
+    OpTensors(std::vector<at::Tensor> both) : outputs(both), inputs(std::move(both)) {}
+    OpTensors(std::initializer_list<at::Tensor> both) : OpTensors(std::vector<at::Tensor>(both)) {}
+    OpTensors(std::vector<at::Tensor> out, std::vector<at::Tensor> in)
+        : outputs(std::move(out)), inputs(std::move(in)) {}
+    std::vector<at::Tensor> outputs;
+    std::vector<at::Tensor> inputs;
+  };
   // Issues body on the lane the calling thread's priority selects (or the send or receive lane).
   // The returned Work holds outputs alive until it completes. A blocking caller
   // (async_op=False) waits at once, so an idle lane is not woken: the wait runs the job itself.
   // device: where the op's tensors live (nullopt: host memory). CUDA work waits for the caller's
   // current stream, runs on its lane's comm stream, and is staged through host memory when the
   // group's device path says so or host_only (an op NCCL cannot do).
-  c10::intrusive_ptr<c10d::Work> enqueue(const char* op, c10d::OpType type,
-                                         std::vector<at::Tensor> outputs,
+  c10::intrusive_ptr<c10d::Work> enqueue(const char* op, c10d::OpType type, OpTensors tensors,
                                          std::function<void(Work&, RoutedComm&)> body,
                                          bool blocking = false, Route route = Route::kCollective,
                                          std::optional<c10::Device> device = std::nullopt,

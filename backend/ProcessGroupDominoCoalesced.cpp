@@ -59,7 +59,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather_coalesced(
   auto out = std::make_shared<StagedList>(outputs, /*copy_in=*/false);
   const auto device = device_of(at, {&inputs, &outputs});
   return enqueue(
-      "all_gather_coalesced", c10d::OpType::ALLGATHER_COALESCED, outputs,
+      "all_gather_coalesced", c10d::OpType::ALLGATHER_COALESCED, OpTensors(outputs, inputs),
       [in, out](Work&, RoutedComm& comm) {
         domino_buffer_t recv = out->buffer();
         comm.allgather(in->buffer(), recv);
@@ -84,7 +84,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather_into_tensor_coalesc
   }
   const auto device = device_of(at, {&inputs, &outputs});
   return enqueue(
-      "all_gather_into_tensor_coalesced", c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED, outputs,
+      "all_gather_into_tensor_coalesced", c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED,
+      OpTensors(outputs, inputs),
       [pairs](Work&, RoutedComm& comm) {
         for (const auto& [in, out] : pairs) {
           domino_buffer_t recv = out->buffer();
@@ -113,7 +114,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter_tensor_coalesc
   }
   const auto device = device_of(at, {&inputs, &outputs});
   return enqueue(
-      "reduce_scatter_tensor_coalesced", c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, outputs,
+      "reduce_scatter_tensor_coalesced", c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED,
+      OpTensors(outputs, inputs),
       [pairs, reduction](Work&, RoutedComm& comm) {
         for (const auto& [input, out] : pairs) {
           StagedTensor in(reduction.premultiply ? reduction.premultiplied(input) : input);

@@ -102,7 +102,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather(
   auto out = std::make_shared<StagedList>(outputs[0], /*copy_in=*/false);
   const auto device = device_of(at, {&inputs, &outputs[0]});
   return enqueue(
-      "all_gather", c10d::OpType::ALLGATHER, outputs[0],
+      "all_gather", c10d::OpType::ALLGATHER, OpTensors(outputs[0], inputs),
       [in, out](Work&, RoutedComm& comm) {
         domino_buffer_t recv = out->buffer();
         comm.allgather(in->buffer(), recv);
@@ -123,7 +123,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::_allgather_base(
   const std::vector<at::Tensor> tensors_of_op{input, output};
   const auto device = device_of(at, {&tensors_of_op});
   return enqueue(
-      "all_gather_into_tensor", c10d::OpType::_ALLGATHER_BASE, {output},
+      "all_gather_into_tensor", c10d::OpType::_ALLGATHER_BASE, OpTensors({output}, {input}),
       [in, out](Work&, RoutedComm& comm) {
         domino_buffer_t recv = out->buffer();
         comm.allgather(in->buffer(), recv);
@@ -153,7 +153,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::gather(
   std::vector<at::Tensor> held = rank_ == root ? outputs[0] : std::vector<at::Tensor>{};
   const auto device = device_of(at, {&inputs, &held});
   return enqueue(
-      "gather", c10d::OpType::GATHER, held,
+      "gather", c10d::OpType::GATHER, OpTensors(held, inputs),
       [in, out, root](Work&, RoutedComm& comm) {
         domino_buffer_t recv =
             out ? out->buffer() : domino_buffer_t{nullptr, 0, in->buffer().dtype, -1};
@@ -210,7 +210,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter(
   const auto device = device_of(at, {&outputs, &inputs[0]});
   const std::vector<at::Tensor> list = inputs[0];
   return enqueue(
-      "reduce_scatter", c10d::OpType::REDUCE_SCATTER, outputs,
+      "reduce_scatter", c10d::OpType::REDUCE_SCATTER, OpTensors(outputs, list),
       [in, out, list, reduction](Work&, RoutedComm& comm) {
         std::shared_ptr<StagedList> source = in;
         if (!source) {
@@ -235,7 +235,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::_reduce_scatter_base(
   const std::vector<at::Tensor> tensors_of_op{input, output};
   const auto device = device_of(at, {&tensors_of_op});
   return enqueue(
-      "reduce_scatter_tensor", c10d::OpType::_REDUCE_SCATTER_BASE, {output},
+      "reduce_scatter_tensor", c10d::OpType::_REDUCE_SCATTER_BASE, OpTensors({output}, {input}),
       [input, out, reduction](Work&, RoutedComm& comm) {
         StagedTensor in(reduction.premultiply ? reduction.premultiplied(input) : input);
         domino_buffer_t recv = out->buffer();
@@ -316,7 +316,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::alltoall_base(
   const std::vector<at::Tensor> tensors_of_op{input, output};
   const auto device = device_of(at, {&tensors_of_op});
   return enqueue(
-      "all_to_all_single", c10d::OpType::ALLTOALL_BASE, {output},
+      "all_to_all_single", c10d::OpType::ALLTOALL_BASE, OpTensors({output}, {input}),
       [in, out, layout](Work&, RoutedComm& comm) {
         domino_buffer_t recv = out->buffer();
         layout->run(comm, in->buffer(), recv);
@@ -343,7 +343,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::alltoall(std::vector<at::Tens
   auto out = std::make_shared<StagedList>(outputs, /*copy_in=*/false);
   const auto device = device_of(at, {&inputs, &outputs});
   return enqueue(
-      "all_to_all", c10d::OpType::ALLTOALL, outputs,
+      "all_to_all", c10d::OpType::ALLTOALL, OpTensors(outputs, inputs),
       [in, out, layout](Work&, RoutedComm& comm) {
         domino_buffer_t recv = out->buffer();
         layout->run(comm, in->buffer(), recv);
