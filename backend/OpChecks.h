@@ -80,19 +80,18 @@ template <class Op>
 void reduce_premultiplied(const Reduction& reduction, const std::vector<at::Tensor>& tensors,
                           bool write_back, Op&& op) {
   std::vector<at::Tensor> scaled = reduction.premultiplied(tensors);
+  auto run = [&](auto&& staged) {
+    domino_buffer_t buffer = staged.buffer();
+    op(buffer);
+    if (write_back) staged.publish();
+  };
+  // One tensor is staged as itself, without the flat copy a list needs.
   if (scaled.size() == 1) {
-    StagedTensor staged(scaled[0]);
-    domino_buffer_t buffer = staged.buffer();
-    op(buffer);
-    if (!write_back) return;
-    staged.publish();
+    run(StagedTensor(scaled[0]));
   } else {
-    StagedList staged(scaled, /*copy_in=*/true);
-    domino_buffer_t buffer = staged.buffer();
-    op(buffer);
-    if (!write_back) return;
-    staged.publish();
+    run(StagedList(scaled, /*copy_in=*/true));
   }
+  if (!write_back) return;
   for (size_t i = 0; i < tensors.size(); ++i) {
     hold_for_session(tensors[i]);
     tensors[i].copy_(scaled[i]);
