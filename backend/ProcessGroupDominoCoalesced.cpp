@@ -10,6 +10,21 @@
 
 namespace domino {
 
+namespace {
+// c10d named these op types in torch 2.12 (reduce-scatter) and 2.14 (all-gather); before, the
+// coalesced tensor ops reported COALESCED.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 14)
+constexpr auto kAllgatherIntoTensorCoalesced = c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED;
+#else
+constexpr auto kAllgatherIntoTensorCoalesced = c10d::OpType::COALESCED;
+#endif
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 12)
+constexpr auto kReduceScatterTensorCoalesced = c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED;
+#else
+constexpr auto kReduceScatterTensorCoalesced = c10d::OpType::COALESCED;
+#endif
+}  // namespace
+
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce_coalesced(
     std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) {
   const std::string at = where("allreduce_coalesced");
@@ -84,8 +99,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather_into_tensor_coalesc
   }
   const auto device = device_of(at, {&inputs, &outputs});
   return enqueue(
-      "all_gather_into_tensor_coalesced", c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED,
-      OpTensors(outputs, inputs),
+      "all_gather_into_tensor_coalesced", kAllgatherIntoTensorCoalesced, OpTensors(outputs, inputs),
       [pairs](Work&, RoutedComm& comm) {
         for (const auto& [in, out] : pairs) {
           domino_buffer_t recv = out->buffer();
@@ -114,8 +128,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter_tensor_coalesc
   }
   const auto device = device_of(at, {&inputs, &outputs});
   return enqueue(
-      "reduce_scatter_tensor_coalesced", c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED,
-      OpTensors(outputs, inputs),
+      "reduce_scatter_tensor_coalesced", kReduceScatterTensorCoalesced, OpTensors(outputs, inputs),
       [pairs, reduction](Work&, RoutedComm& comm) {
         for (const auto& [input, out] : pairs) {
           StagedTensor in(reduction.premultiply ? reduction.premultiplied(input) : input);
