@@ -31,11 +31,11 @@ topology::GroupLayout ProcessGroupDomino::exchange_layout() {
   return topology::layout_from_host_ids(ids);
 }
 
-const domino_plugin_v1_t* ProcessGroupDomino::loaded_transport(const char* variable,
+const domino_plugin_t* ProcessGroupDomino::loaded_transport(const char* variable,
                                                                const std::string& chosen,
                                                                const char* automatic) const {
   const std::string name = chosen == "auto" ? std::string(automatic) : chosen;
-  const domino_plugin_v1_t* plugin = registry_->find(name);
+  const domino_plugin_t* plugin = registry_->find(name);
   if (plugin == nullptr) {
     std::string known;
     for (const auto& n : registry_->names()) known += (known.empty() ? "" : ", ") + n;
@@ -46,7 +46,7 @@ const domino_plugin_v1_t* ProcessGroupDomino::loaded_transport(const char* varia
   return plugin;
 }
 
-topology::LinkCost ProcessGroupDomino::measure_link(const domino_plugin_v1_t* plugin, int peer,
+topology::LinkCost ProcessGroupDomino::measure_link(const domino_plugin_t* plugin, int peer,
                                                     const std::string& what, bool by_collectives) {
   std::vector<int64_t> members = {global_ranks_[0], global_ranks_[static_cast<size_t>(peer)]};
   StoreBootstrap bootstrap(store_, "domino/probe-" + what + "/");
@@ -94,7 +94,7 @@ AdoptedEnvironment ProcessGroupDomino::agree_on_wire_settings(
 topology::Router ProcessGroupDomino::agree_on_routing(const std::string& host_list) {
   topology::CostModel costs;
   // Rank 0 and one peer measure each link the router weighs; everyone adopts rank 0's figures.
-  auto measure = [&](topology::LinkCost& cost, const domino_plugin_v1_t* plugin, int peer,
+  auto measure = [&](topology::LinkCost& cost, const domino_plugin_t* plugin, int peer,
                      const char* what, const char* variable, bool by_collectives) {
     if (rank_ != 0 && rank_ != peer) return;
     try {

@@ -252,12 +252,12 @@ class ProcessGroupDomino : public c10d::Backend {
                                    const StoreBootstrap& bootstrap,
                                    std::vector<int64_t>* global) const;
   // The registry's transport that variable (whose value is chosen) names; "auto" = automatic.
-  const domino_plugin_v1_t* loaded_transport(const char* variable, const std::string& chosen,
+  const domino_plugin_t* loaded_transport(const char* variable, const std::string& chosen,
                                              const char* automatic) const;
   // Times the link between rank 0 and group rank peer over plugin (ranks 0 and peer only), by
   // ping-pong or, by_collectives, by two-rank all-reduces; what ("intra" or "inter") scopes the
   // rendezvous keys.
-  topology::LinkCost measure_link(const domino_plugin_v1_t* plugin, int peer,
+  topology::LinkCost measure_link(const domino_plugin_t* plugin, int peer,
                                   const std::string& what, bool by_collectives);
   // Chooses binding_ from the host topology and applies the NIC choice.
   void bind();
@@ -309,8 +309,8 @@ class ProcessGroupDomino : public c10d::Backend {
   std::map<std::string, std::string> wire_settings_;
   Priority default_priority_ = Priority::kNormal;
   std::unique_ptr<PluginRegistry> registry_;
-  const domino_plugin_v1_t* plugin_ = nullptr;
-  const domino_plugin_v1_t* inter_plugin_ = nullptr;
+  const domino_plugin_t* plugin_ = nullptr;
+  const domino_plugin_t* inter_plugin_ = nullptr;
   std::unique_ptr<topology::Router> router_;
   c10::intrusive_ptr<c10d::Store> store_;
   std::vector<int64_t> global_ranks_;
@@ -331,7 +331,7 @@ class ProcessGroupDomino : public c10d::Backend {
   std::atomic<std::chrono::milliseconds> timeout_{std::chrono::milliseconds(0)};
   std::mutex timeout_mutex_;  // setTimeout against a lane publishing its new communicators
   std::atomic<bool> timeout_ignored_warned_{false};
-  const domino_plugin_v1_t* device_plugin_ = nullptr;
+  const domino_plugin_t* device_plugin_ = nullptr;
   mutable std::mutex device_mutex_;
   std::unique_ptr<DeviceRuntime> device_runtime_;
   std::atomic<DevicePath> device_path_{DevicePath::kUndecided};

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <stdexcept>
+
+#include "AlgorithmTable.h"
 
 namespace domino::topology {
 
@@ -60,22 +63,9 @@ const std::vector<Collective>& all_collectives() {
 
 Router::Router(GroupLayout layout, CostModel costs, RouterOptions options)
     : layout_(std::move(layout)), costs_(std::move(costs)), options_(std::move(options)) {
-  // The largest message for which recursive doubling beats the bandwidth-optimal algorithms
-  // among the hosts, which is where the inter-host all-reduce runs.
-  const int ranks = std::max<int>(2, static_cast<int>(layout_.hosts.size()));
-  inter_small_bytes_ = 0;
-  for (size_t bytes = 256; bytes <= (size_t{1} << 30); bytes *= 2) {
-    const double n = static_cast<double>(bytes);
-    const LinkCost& c = costs_.inter;
-    const double doubling = log2_ceil(ranks) * c.seconds_for(n);
-    const int pof2 = static_cast<int>(std::bit_floor(static_cast<unsigned>(ranks)));
-    const double bandwidth = pof2 == ranks
-                                 ? 2 * log2_ceil(ranks) * c.latency_us * 1e-6 +
-                                       2.0 * (ranks - 1) / ranks * n / (c.gbytes_per_s * 1e9)
-                                 : 2.0 * (ranks - 1) * c.seconds_for(n / ranks);
-    if (doubling > bandwidth) break;
-    inter_small_bytes_ = bytes;
-  }
+  // Where the inter-host all-reduce (which runs among the hosts) leaves recursive doubling.
+  inter_small_bytes_ = recursive_doubling_limit(
+      std::max<int>(2, static_cast<int>(layout_.hosts.size())), costs_.inter);
   std::vector<int> leaving(layout_.hosts.size(), 0);
   const size_t p = layout_.host_of_rank.size();
   for (size_t r = 0; p > 1 && r < p; ++r) {
@@ -109,26 +99,17 @@ double Router::inter_allreduce(int ranks, double bytes, int flows, std::string* 
     *algorithm = "none";
     return 0;
   }
-  const LinkCost& c = costs_.inter;
-  const double beta = 1.0 / (c.gbytes_per_s * 1e9);
-  const double alpha = c.latency_us * 1e-6;
-  const int pof2 = static_cast<int>(std::bit_floor(static_cast<unsigned>(ranks)));
-  // Non-powers of two fold the extra ranks in and out: two more whole-message rounds.
-  const double fold = pof2 == ranks ? 0.0 : 2 * (alpha + bytes * beta * flows);
   std::string chosen = options_.forced_inter_algorithm;
   if (chosen.empty()) {
-    chosen = bytes <= static_cast<double>(inter_small_bytes_) ? "recursive_doubling"
-             : pof2 == ranks                                  ? "rabenseifner"
-                                                              : "ring";
+    chosen = auto_links_allreduce(static_cast<size_t>(bytes), ranks, inter_small_bytes_);
   }
   *algorithm = chosen;
-  if (chosen == "recursive_doubling") {
-    return log2_ceil(pof2) * (alpha + bytes * beta * flows) + fold;
+  const AlgorithmEntry* entry = find_algorithm(chosen, "all_reduce", AlgorithmHome::kLinks);
+  if (entry == nullptr || entry->allreduce_seconds == nullptr) {
+    throw std::invalid_argument("no inter-host all-reduce algorithm '" + chosen + "'; there are " +
+                                algorithm_names("all_reduce", AlgorithmHome::kLinks));
   }
-  if (chosen == "rabenseifner") {
-    return 2 * log2_ceil(pof2) * alpha + 2.0 * (pof2 - 1) / pof2 * bytes * beta * flows + fold;
-  }
-  return 2.0 * (ranks - 1) * (alpha + bytes / ranks * beta * flows);
+  return entry->allreduce_seconds(ranks, bytes, flows, costs_.inter);
 }
 
 double Router::predict(PlanKind kind, Collective op, double n, std::string* algorithm) const {

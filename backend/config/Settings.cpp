@@ -1,6 +1,7 @@
 #include "Settings.h"
 
 #include "../PriorityGuard.h"
+#include "topology/AlgorithmTable.h"
 
 #include <unistd.h>
 
@@ -54,10 +55,13 @@ std::string transport_name(const std::string& variable, const std::string& value
 // DOMINO_ALGO: a comma-separated list with at most one choice per level, e.g.
 // "hierarchical,ring" or "direct".
 void parse_algorithms(const std::string& variable, const std::string& value, Settings& s) {
+  using topology::AlgorithmHome;
   const std::string accepted =
       "auto, or a comma-separated list of at most one plan (flat, hierarchical, leader), one "
-      "inter-host all-reduce algorithm (ring, recursive_doubling, rabenseifner) and one "
-      "shared-memory all-reduce algorithm (direct, rsag)";
+      "inter-host all-reduce algorithm (" +
+      topology::algorithm_names("all_reduce", AlgorithmHome::kLinks) +
+      ") and one shared-memory all-reduce algorithm (" +
+      topology::algorithm_names("all_reduce", AlgorithmHome::kShm) + ")";
   bool plan = false, inter = false, intra = false;
   size_t start = 0;
   while (start <= value.size()) {
@@ -74,10 +78,10 @@ void parse_algorithms(const std::string& variable, const std::string& value, Set
     } else if (item == "flat" || item == "hierarchical" || item == "leader") {
       take(plan);
       s.plan = item;
-    } else if (item == "ring" || item == "recursive_doubling" || item == "rabenseifner") {
+    } else if (topology::find_algorithm(item, "all_reduce", AlgorithmHome::kLinks) != nullptr) {
       take(inter);
       s.inter_algorithm = item;
-    } else if (item == "direct" || item == "rsag") {
+    } else if (topology::find_algorithm(item, "all_reduce", AlgorithmHome::kShm) != nullptr) {
       take(intra);
       s.algorithm =
           item == "direct" ? IntraAlgorithm::kDirect : IntraAlgorithm::kReduceScatterAllGather;

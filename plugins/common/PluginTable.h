@@ -81,7 +81,7 @@ struct PluginTable {
     });
   }
 
-  static constexpr domino_plugin_v1_t table(const char* name, uint32_t devices) {
+  static constexpr domino_plugin_t table(const char* name, uint32_t devices) {
     return {DOMINO_PLUGIN_ABI_VERSION,
             name,
             devices,

@@ -14,16 +14,16 @@ int split(domino_comm_t* parent, int32_t color, int32_t key, const domino_comm_c
   });
 }
 
-domino_plugin_v1_t make_table() {
-  domino_plugin_v1_t table = Table::table("nccl", DOMINO_DEVICE_CUDA);
+domino_plugin_t make_table() {
+  domino_plugin_t table = Table::table("nccl", DOMINO_DEVICE_CUDA);
   table.comm_split = split;
   table.comm_abort = [](domino_comm_t* comm) { Table::self(comm).abort(); };
   return table;
 }
 
-const domino_plugin_v1_t kNcclPlugin = make_table();
+const domino_plugin_t kNcclPlugin = make_table();
 }  // namespace
 
-const domino_plugin_v1_t* domino_nccl_plugin() {
+const domino_plugin_t* domino_nccl_plugin() {
   return &kNcclPlugin;
 }

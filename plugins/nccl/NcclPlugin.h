@@ -4,4 +4,4 @@
 
 #include "domino/plugin.h"
 
-const domino_plugin_v1_t* domino_nccl_plugin();
+const domino_plugin_t* domino_nccl_plugin();

@@ -1,13 +1,18 @@
 #include "Communicator.h"
 
-#include "../common/TransportError.h"
+#include <cstring>
+
+#include "PluginLinks.h"
+#include "plugins/algorithms/Algorithms.h"
+#include "plugins/common/Dtype.h"
+#include "plugins/common/TransportError.h"
 
 namespace domino {
 
 namespace {
 constexpr size_t kErrorBytes = 4096;
 
-[[noreturn]] void raise(const domino_plugin_v1_t* plugin, int status, const char* err,
+[[noreturn]] void raise(const domino_plugin_t* plugin, int status, const char* err,
                         const char* op) {
   std::string message = err[0] != '\0' ? err
                                        : std::string(op) + " failed in transport '" + plugin->name +
@@ -16,11 +21,38 @@ constexpr size_t kErrorBytes = 4096;
 }
 }  // namespace
 
-Communicator::Communicator(const domino_plugin_v1_t* plugin, const domino_comm_config_t& config)
+Communicator::Communicator(const domino_plugin_t* plugin, const domino_comm_config_t& config)
     : plugin_(plugin) {
   char err[kErrorBytes] = {0};
   const int status = plugin_->comm_create(&config, &comm_, err, sizeof err);
   if (status != DOMINO_OK) raise(plugin_, status, err, "communicator set-up");
+  remember(config);
+}
+
+Communicator::Communicator(const domino_plugin_t* plugin, domino_comm_t* comm,
+                           const domino_comm_config_t& config)
+    : plugin_(plugin), comm_(comm) {
+  remember(config);
+}
+
+void Communicator::remember(const domino_comm_config_t& config) {
+  rank_ = config.rank;
+  size_ = config.size;
+  group_ = config.group_name != nullptr ? config.group_name : "?";
+  if (config.small_message_bytes != 0) small_message_bytes_ = config.small_message_bytes;
+  // A name for the shared all-reduce; a plugin with its own may take names of its own.
+  if (PluginLinks::available(plugin_)) {
+    try {
+      links_allreduce_ = algorithms::parse_allreduce_algorithm(config.algorithm, plugin_->name);
+    } catch (const TransportError&) {
+      if (plugin_->allreduce == nullptr) throw;  // refused now, not at the first all-reduce
+    }
+  }
+}
+
+PluginLinks Communicator::links(const char* op) const {
+  return PluginLinks(plugin_, comm_, rank_, size_,
+                     std::string(plugin_->name) + " " + op + " on group '" + group_ + "'");
 }
 
 std::unique_ptr<Communicator> Communicator::split(int color, int key,
@@ -34,7 +66,7 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key,
   const int status = plugin_->comm_split(comm_, color, key, &config, &made, err, sizeof err);
   if (status != DOMINO_OK) raise(plugin_, status, err, "communicator split");
   if (made == nullptr) return nullptr;
-  return std::unique_ptr<Communicator>(new Communicator(plugin_, made));
+  return std::unique_ptr<Communicator>(new Communicator(plugin_, made, config));
 }
 
 bool Communicator::set_timeout(int64_t timeout_ms) {
@@ -60,57 +92,102 @@ Communicator::~Communicator() {
 
 template <class Entry, class... Args>
 void Communicator::call(Entry entry, const char* op, Args... args) {
-  if (entry == nullptr) {
-    throw TransportError(DOMINO_ERR_UNSUPPORTED, std::string("transport '") + plugin_->name +
-                                                     "' does not implement " + op +
-                                                     "; choose another with DOMINO_INTRA_TRANSPORT "
-                                                     "or DOMINO_INTER_TRANSPORT");
-  }
+  if (entry == nullptr) unsupported(op);
   char err[kErrorBytes] = {0};
   const int status = entry(comm_, args..., err, sizeof err);
   if (status != DOMINO_OK) raise(plugin_, status, err, op);
 }
 
+void Communicator::unsupported(const char* op) const {
+  throw TransportError(DOMINO_ERR_UNSUPPORTED, std::string("transport '") + plugin_->name +
+                                                   "' does not implement " + op +
+                                                   "; choose another with DOMINO_INTRA_TRANSPORT "
+                                                   "or DOMINO_INTER_TRANSPORT");
+}
+
+template <class Entry, class... Args>
+bool Communicator::native(Entry entry, const char* op, const domino_buffer_t& memory,
+                          Args... args) {
+  const bool links = memory.device < 0 && PluginLinks::available(plugin_);
+  if (entry == nullptr) {
+    if (!links) unsupported(op);
+    return false;
+  }
+  char err[kErrorBytes] = {0};
+  const int status = entry(comm_, args..., err, sizeof err);
+  if (status == DOMINO_OK) return true;
+  // Refused (a dtype or reduction it lacks, the same on every rank): the links serve it.
+  if (status == DOMINO_ERR_UNSUPPORTED && links) return false;
+  raise(plugin_, status, err, op);
+}
+
 void Communicator::allreduce(const domino_buffer_t& send, domino_buffer_t& recv,
                              domino_redop_t op) {
-  call(plugin_->allreduce, "allreduce", &send, &recv, op);
+  if (native(plugin_->allreduce, "allreduce", recv, &send, &recv, op)) return;
+  const size_t bytes = recv.count * dtype_size(recv.dtype);
+  if (send.ptr != recv.ptr && bytes > 0) std::memcpy(recv.ptr, send.ptr, bytes);
+  auto algorithm = links_allreduce_;
+  if (algorithm == algorithms::AllreduceAlgorithm::kAuto) {
+    algorithm = algorithms::auto_allreduce_algorithm(bytes, size_, small_message_bytes_);
+  }
+  PluginLinks l = links("allreduce");
+  algorithms::run_allreduce(l, algorithm, recv.ptr, recv.count, recv.dtype, op);
 }
 
 void Communicator::barrier() {
-  call(plugin_->barrier, "barrier");
+  const domino_buffer_t host{nullptr, 0, DOMINO_UINT8, -1};
+  if (native(plugin_->barrier, "barrier", host)) return;
+  PluginLinks l = links("barrier");
+  algorithms::barrier_dissemination(l);
 }
 
 void Communicator::broadcast(domino_buffer_t& buffer, int root) {
-  call(plugin_->broadcast, "broadcast", &buffer, static_cast<int32_t>(root));
+  if (native(plugin_->broadcast, "broadcast", buffer, &buffer, static_cast<int32_t>(root))) return;
+  PluginLinks l = links("broadcast");
+  algorithms::broadcast_binomial(l, buffer.ptr, buffer.count * dtype_size(buffer.dtype), root);
 }
 
 void Communicator::reduce(const domino_buffer_t& send, domino_buffer_t& recv, domino_redop_t op,
                           int root) {
-  call(plugin_->reduce, "reduce", &send, &recv, op, static_cast<int32_t>(root));
+  if (native(plugin_->reduce, "reduce", send, &send, &recv, op, static_cast<int32_t>(root))) return;
+  PluginLinks l = links("reduce");
+  algorithms::reduce_binomial(l, send.ptr, recv.ptr, send.count, send.dtype, op, root);
 }
 
 void Communicator::allgather(const domino_buffer_t& send, domino_buffer_t& recv) {
-  call(plugin_->allgather, "allgather", &send, &recv);
+  if (native(plugin_->allgather, "allgather", recv, &send, &recv)) return;
+  PluginLinks l = links("allgather");
+  algorithms::allgather_ring(l, send.ptr, recv.ptr, send.count * dtype_size(send.dtype));
 }
 
 void Communicator::reduce_scatter(const domino_buffer_t& send, domino_buffer_t& recv,
                                   domino_redop_t op) {
-  call(plugin_->reduce_scatter, "reduce_scatter", &send, &recv, op);
+  if (native(plugin_->reduce_scatter, "reduce_scatter", recv, &send, &recv, op)) return;
+  PluginLinks l = links("reduce_scatter");
+  algorithms::reduce_scatter_ring(l, send.ptr, recv.ptr, recv.count, recv.dtype, op);
 }
 
 void Communicator::gather(const domino_buffer_t& send, domino_buffer_t& recv, int root) {
-  call(plugin_->gather, "gather", &send, &recv, static_cast<int32_t>(root));
+  if (native(plugin_->gather, "gather", send, &send, &recv, static_cast<int32_t>(root))) return;
+  PluginLinks l = links("gather");
+  algorithms::gather_direct(l, send.ptr, recv.ptr, send.count * dtype_size(send.dtype), root);
 }
 
 void Communicator::scatter(const domino_buffer_t& send, domino_buffer_t& recv, int root) {
-  call(plugin_->scatter, "scatter", &send, &recv, static_cast<int32_t>(root));
+  if (native(plugin_->scatter, "scatter", recv, &send, &recv, static_cast<int32_t>(root))) return;
+  PluginLinks l = links("scatter");
+  algorithms::scatter_direct(l, send.ptr, recv.ptr, recv.count * dtype_size(recv.dtype), root);
 }
 
 void Communicator::alltoall(const domino_buffer_t& send, const uint64_t* send_counts,
                             const uint64_t* send_offsets, domino_buffer_t& recv,
                             const uint64_t* recv_counts, const uint64_t* recv_offsets) {
-  call(plugin_->alltoall, "alltoall", &send, send_counts, send_offsets, &recv, recv_counts,
-       recv_offsets);
+  if (native(plugin_->alltoall, "alltoall", send, &send, send_counts, send_offsets, &recv,
+             recv_counts, recv_offsets))
+    return;
+  PluginLinks l = links("alltoall");
+  algorithms::alltoall_direct(l, send.ptr, send_counts, send_offsets, recv.ptr, recv_counts,
+                              recv_offsets, dtype_size(send.dtype));
 }
 
 void Communicator::send(const domino_buffer_t& buffer, int peer, int tag) {

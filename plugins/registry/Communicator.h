@@ -1,6 +1,7 @@
 // A communicator of one transport plugin, owned in C++: calls through the ABI table and turns
-// status codes back into TransportError. Not thread-safe per operation family: the backend calls
-// collectives from one thread, sends from one and receives from one.
+// status codes back into TransportError. A collective the plugin leaves NULL runs as the shared
+// algorithm over the plugin's links, when it has them (host memory). Not thread-safe per operation
+// family: the backend calls collectives from one thread, sends from one and receives from one.
 #pragma once
 
 #include <cstdint>
@@ -8,12 +9,15 @@
 #include <string>
 
 #include "domino/plugin.h"
+#include "plugins/algorithms/AllreduceChoice.h"
 
 namespace domino {
 
+class PluginLinks;
+
 class Communicator {
  public:
-  Communicator(const domino_plugin_v1_t* plugin, const domino_comm_config_t& config);
+  Communicator(const domino_plugin_t* plugin, const domino_comm_config_t& config);
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
   ~Communicator();
@@ -50,11 +54,23 @@ class Communicator {
   // buffer; throws TransportError with the plugin's message on failure.
   template <class Entry, class... Args>
   void call(Entry entry, const char* op, Args... args);
-  Communicator(const domino_plugin_v1_t* plugin, domino_comm_t* comm)
-      : plugin_(plugin), comm_(comm) {}
+  Communicator(const domino_plugin_t* plugin, domino_comm_t* comm,
+               const domino_comm_config_t& config);
+  void remember(const domino_comm_config_t& config);
+  [[noreturn]] void unsupported(const char* op) const;
+  // Runs the plugin's own collective; false where it has none, or refuses the call as
+  // unsupported, and its links can serve `memory` (host memory) instead.
+  template <class Entry, class... Args>
+  bool native(Entry entry, const char* op, const domino_buffer_t& memory, Args... args);
+  PluginLinks links(const char* op) const;
 
-  const domino_plugin_v1_t* plugin_;
+  const domino_plugin_t* plugin_;
   domino_comm_t* comm_ = nullptr;
+  int rank_ = 0;
+  int size_ = 1;
+  std::string group_;
+  algorithms::AllreduceAlgorithm links_allreduce_ = algorithms::AllreduceAlgorithm::kAuto;
+  size_t small_message_bytes_ = algorithms::kDefaultSmallMessageBytes;
 };
 
 }  // namespace domino

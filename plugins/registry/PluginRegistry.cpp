@@ -61,7 +61,7 @@ void PluginRegistry::load_library(const std::string& path) {
     dlclose(handle);
     reject(path, std::string("it does not export ") + DOMINO_PLUGIN_INIT_SYMBOL);
   }
-  const domino_plugin_v1_t* plugin = init(DOMINO_PLUGIN_ABI_VERSION);
+  const domino_plugin_t* plugin = init(DOMINO_PLUGIN_ABI_VERSION);
   if (plugin == nullptr) {
     dlclose(handle);
     reject(path, "it cannot serve plugin ABI version " + std::to_string(DOMINO_PLUGIN_ABI_VERSION));
@@ -70,7 +70,7 @@ void PluginRegistry::load_library(const std::string& path) {
   add(plugin, path);
 }
 
-void PluginRegistry::add(const domino_plugin_v1_t* plugin, const std::string& origin) {
+void PluginRegistry::add(const domino_plugin_t* plugin, const std::string& origin) {
   if (plugin->abi_version != DOMINO_PLUGIN_ABI_VERSION) {
     reject(origin, "it was built for ABI version " + std::to_string(plugin->abi_version) +
                        ", this backend speaks " + std::to_string(DOMINO_PLUGIN_ABI_VERSION));
@@ -86,7 +86,7 @@ void PluginRegistry::add(const domino_plugin_v1_t* plugin, const std::string& or
   entries_.push_back({plugin, origin});
 }
 
-const domino_plugin_v1_t* PluginRegistry::find(const std::string& name) const {
+const domino_plugin_t* PluginRegistry::find(const std::string& name) const {
   for (const Entry& e : entries_) {
     if (name == e.plugin->name) return e.plugin;
   }

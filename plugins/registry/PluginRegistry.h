@@ -19,9 +19,9 @@ class PluginRegistry {
   ~PluginRegistry();
 
   // Adds a plugin table; origin says where it came from, for messages.
-  void add(const domino_plugin_v1_t* plugin, const std::string& origin);
+  void add(const domino_plugin_t* plugin, const std::string& origin);
 
-  const domino_plugin_v1_t* find(const std::string& name) const;
+  const domino_plugin_t* find(const std::string& name) const;
   std::vector<std::string> names() const;
   const std::string& origin(const std::string& name) const;
 
@@ -29,7 +29,7 @@ class PluginRegistry {
   void load_library(const std::string& path);
 
   struct Entry {
-    const domino_plugin_v1_t* plugin;
+    const domino_plugin_t* plugin;
     std::string origin;
   };
   std::vector<Entry> entries_;

@@ -5,10 +5,10 @@
 #include "ShmCommunicator.h"
 
 namespace {
-const domino_plugin_v1_t kShmPlugin =
+const domino_plugin_t kShmPlugin =
     domino::PluginTable<domino::shm::ShmCommunicator>::table("shm", DOMINO_DEVICE_CPU);
 }  // namespace
 
-const domino_plugin_v1_t* domino_shm_plugin() {
+const domino_plugin_t* domino_shm_plugin() {
   return &kShmPlugin;
 }

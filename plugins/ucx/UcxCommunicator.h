@@ -1,13 +1,8 @@
 // Collectives and point-to-point messages among ranks on any hosts, over UCX tagged messages.
-// Algorithms are built from exchanges between pairs of ranks:
-//   all-reduce: recursive doubling (small: log p rounds of the whole message), Rabenseifner
-//     (recursive halving reduce-scatter, then recursive doubling all-gather) or ring
-//     (reduce-scatter then all-gather, 2(p-1) rounds of n/p); non-powers of two fold the extra
-//     ranks in first;
-//   reduce-scatter and all-gather: ring; broadcast and reduce: binomial tree;
-//   gather, scatter and all-to-all: direct.
-// Every result is computed by exactly one rank and copied to the others, so all ranks hold
-// bitwise identical values.
+// The collectives are the shared algorithms (plugins/algorithms) over this communicator's
+// PeerLinks: all-reduce by recursive doubling, Rabenseifner or ring; reduce-scatter and
+// all-gather by ring; broadcast and reduce by binomial tree; gather, scatter and all-to-all
+// direct. Each collective's messages carry its signature, so ranks that disagree are told.
 #pragma once
 
 #include <atomic>
@@ -18,16 +13,9 @@
 
 #include "UcxWorker.h"
 #include "domino/plugin.h"
+#include "plugins/algorithms/AllreduceChoice.h"
 
 namespace domino::ucx {
-
-enum class AllreduceAlgorithm { kAuto, kRing, kRecursiveDoubling, kRabenseifner };
-
-// Parses the ABI's algorithm name; throws TransportError(INVALID) for names UCX does not run.
-AllreduceAlgorithm parse_allreduce_algorithm(const char* name);
-const char* allreduce_algorithm_name(AllreduceAlgorithm algorithm);
-// The algorithm kAuto picks for `bytes` among `ranks`, given the small-message threshold.
-AllreduceAlgorithm auto_allreduce_algorithm(size_t bytes, int ranks, size_t small_message_bytes);
 
 class UcxCommunicator {
  public:
@@ -75,22 +63,8 @@ class UcxCommunicator {
   Transfer post_receive(int peer, ucp_tag_t tag, ucp_tag_t mask, void* data, size_t bytes);
   // Waits for all of transfers; throws naming the op, the group and the ranks at fault.
   void finish(const Call& call, std::vector<Transfer>& transfers);
-  // Sends to `to` and receives from `from` at once (either may be -1 to skip).
-  void exchange(const Call& call, int to, const void* out, size_t out_bytes, int from, void* in,
-                size_t in_bytes);
-
-  void allreduce_recursive_doubling(const Call& call, char* data, size_t count,
-                                    domino_dtype_t dtype, domino_redop_t op);
-  void allreduce_rabenseifner(const Call& call, char* data, size_t count, domino_dtype_t dtype,
-                              domino_redop_t op);
-  void allreduce_ring(const Call& call, char* data, size_t count, domino_dtype_t dtype,
-                      domino_redop_t op);
-  // Non-powers of two: ranks below 2 * (size - pof2) pair up, the even one handing its data to
-  // the odd one. Returns this rank's index among the pof2 that go on, or -1 if it sat out.
-  int fold_in(const Call& call, char* data, size_t bytes, domino_dtype_t dtype, domino_redop_t op,
-              int pof2);
-  void fold_out(const Call& call, char* data, size_t bytes, int pof2, int folded_rank);
-  int unfolded(int folded_rank, int pof2) const;
+  // This communicator's messages for one collective call, as the shared algorithms see them.
+  class Links;
 
   std::string describe_ranks(const std::vector<int>& ranks) const;
 
@@ -100,7 +74,7 @@ class UcxCommunicator {
   std::string group_;
   std::atomic<std::chrono::milliseconds> timeout_;
   size_t small_message_bytes_;
-  AllreduceAlgorithm algorithm_;
+  algorithms::AllreduceAlgorithm algorithm_;
   uint64_t comm_id_;
   std::vector<std::string> peer_addresses_;
   UcxWorker& worker_;

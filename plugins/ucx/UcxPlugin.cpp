@@ -4,10 +4,10 @@
 #include "UcxCommunicator.h"
 
 namespace {
-const domino_plugin_v1_t kUcxPlugin =
+const domino_plugin_t kUcxPlugin =
     domino::PluginTable<domino::ucx::UcxCommunicator>::table("ucx", DOMINO_DEVICE_CPU);
 }  // namespace
 
-const domino_plugin_v1_t* domino_ucx_plugin() {
+const domino_plugin_t* domino_ucx_plugin() {
   return &kUcxPlugin;
 }

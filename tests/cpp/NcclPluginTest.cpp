@@ -32,7 +32,7 @@ domino_comm_config_t one_rank(const testing::FileBootstrap& bootstrap, int devic
 
 TEST(NcclPlugin, IsBuiltInForCudaMemoryAndSplits) {
   PluginRegistry registry({});
-  const domino_plugin_v1_t* nccl = registry.find("nccl");
+  const domino_plugin_t* nccl = registry.find("nccl");
   ASSERT_NE(nccl, nullptr);
   EXPECT_EQ(registry.origin("nccl"), "built-in");
   EXPECT_EQ(nccl->devices, DOMINO_DEVICE_CUDA);
@@ -60,7 +60,7 @@ TEST(NcclPlugin, RefusesADeviceThisProcessCannotSeeNamingIt) {
 TEST(NcclPlugin, OneRankAllReduceSplitAndBarrierOnTheDevice) {
   if (visible_gpus() == 0) GTEST_SKIP() << "no CUDA device here";
   PluginRegistry registry({});
-  const domino_plugin_v1_t* nccl = registry.find("nccl");
+  const domino_plugin_t* nccl = registry.find("nccl");
   testing::FileBootstrap bootstrap(testing::make_temp_directory());
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaSetDevice(0), cudaSuccess);

@@ -21,7 +21,7 @@ TEST(PluginRegistry, SharedMemoryIsBuiltIn) {
 
 TEST(PluginRegistry, LoadsAPluginLibraryFromTheSearchPath) {
   PluginRegistry registry({"/nonexistent", DOMINO_TEST_PLUGIN_DIR});
-  const domino_plugin_v1_t* echo = registry.find("echo");
+  const domino_plugin_t* echo = registry.find("echo");
   ASSERT_NE(echo, nullptr);
   EXPECT_NE(registry.origin("echo").find("libdomino-plugin-echo.so"), std::string::npos);
 
@@ -70,11 +70,11 @@ TEST(PluginRegistry, RejectsALibraryThatIsNotAPlugin) {
 
 TEST(PluginRegistry, RejectsWrongAbiVersionsAndDuplicateNames) {
   PluginRegistry registry({});
-  domino_plugin_v1_t future = *registry.find("shm");
+  domino_plugin_t future = *registry.find("shm");
   future.abi_version = 99;
   future.name = "future";
   EXPECT_THROW(registry.add(&future, "test"), TransportError);
-  domino_plugin_v1_t twin = *registry.find("shm");
+  domino_plugin_t twin = *registry.find("shm");
   EXPECT_THROW(registry.add(&twin, "test"), TransportError);
 }
 

@@ -19,52 +19,10 @@ namespace domino::ucx {
 namespace {
 
 using testing::buf;
+using testing::check_allreduce;
 using testing::expect_eq;
 using testing::run_all_collectives;
 using testing::v;
-
-std::string check_allreduce(int rank, int size, UcxCommunicator& comm) {
-  for (size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{5000}, size_t{100003}}) {
-    std::vector<int64_t> mine(n), want(n);
-    for (size_t i = 0; i < n; ++i) mine[i] = v(rank, i);
-    for (domino_redop_t op : {DOMINO_SUM, DOMINO_MAX, DOMINO_BXOR}) {
-      std::vector<int64_t> out(n, -1);
-      comm.allreduce(buf(mine), buf(out), op);
-      for (size_t i = 0; i < n; ++i) {
-        int64_t acc = v(0, i);
-        for (int r = 1; r < size; ++r) {
-          acc = op == DOMINO_SUM   ? acc + v(r, i)
-                : op == DOMINO_MAX ? std::max(acc, v(r, i))
-                                   : acc ^ v(r, i);
-        }
-        want[i] = acc;
-      }
-      if (auto e = expect_eq(out, want, "allreduce"); !e.empty()) return e;
-    }
-    // AVG of floats, in place; every rank must hold the same bits.
-    std::vector<float> f(n);
-    for (size_t i = 0; i < n; ++i) f[i] = 0.1f * static_cast<float>(rank + 1) + 1e-3f * (i % 31);
-    domino_buffer_t fb{f.data(), n, DOMINO_FLOAT32, -1};
-    comm.allreduce(fb, fb, DOMINO_AVG);
-    for (size_t i = 0; i < n; ++i) {
-      const double expected = 0.1 * (size + 1) / 2.0 + 1e-3 * static_cast<double>(i % 31);
-      if (std::fabs(f[i] - expected) > 1e-5) {
-        return "AVG element " + std::to_string(i) + " is " + std::to_string(f[i]) + ", expected " +
-               std::to_string(expected);
-      }
-    }
-    std::vector<float> everyone(n * static_cast<size_t>(size));
-    domino_buffer_t eb{everyone.data(), everyone.size(), DOMINO_FLOAT32, -1};
-    comm.allgather(fb, eb);
-    for (int r = 0; r < size; ++r) {
-      if (n > 0 && std::memcmp(everyone.data() + static_cast<size_t>(r) * n, f.data(),
-                               n * sizeof(float)) != 0) {
-        return "rank " + std::to_string(r) + " holds different bits of the AVG result";
-      }
-    }
-  }
-  return "";
-}
 
 using Case = std::tuple<int, const char*>;
 class UcxCollectives : public ::testing::TestWithParam<Case> {};
@@ -95,10 +53,11 @@ INSTANTIATE_TEST_SUITE_P(WorldSizesAndAlgorithms, UcxCollectives,
                          });
 
 TEST(UcxCollectives, AutoPicksByMessageSizeAndWorld) {
+  using namespace algorithms;
   EXPECT_EQ(auto_allreduce_algorithm(4096, 4, 65536), AllreduceAlgorithm::kRecursiveDoubling);
   EXPECT_EQ(auto_allreduce_algorithm(1 << 20, 4, 65536), AllreduceAlgorithm::kRabenseifner);
   EXPECT_EQ(auto_allreduce_algorithm(1 << 20, 6, 65536), AllreduceAlgorithm::kRing);
-  EXPECT_THROW(parse_allreduce_algorithm("bogus"), TransportError);
+  EXPECT_THROW(parse_allreduce_algorithm("bogus", "ucx"), TransportError);
 }
 
 TEST(UcxPointToPoint, AnySourceReportsTheSenderAndTagsMatch) {

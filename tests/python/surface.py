@@ -83,8 +83,10 @@ def check(failures: list, what: str, got, want, dtype) -> None:
         failures.append(f"{what}: got {got.flatten()[:6].tolist()} want {want.flatten()[:6].tolist()}")
 
 
-def run_surface(rank: int, world: int, group=None, sizes=(0, 1, 37, 70000, 300000)) -> list:
-    """All ops on `group` (default: world); returns failure descriptions."""
+def run_surface(rank: int, world: int, group=None, sizes=(0, 1, 37, 70000, 300000),
+                point_to_point: bool = True) -> list:
+    """All ops on `group` (default: world), without send/recv if not point_to_point; returns
+    failure descriptions."""
     failures: list = []
     me = dist.get_rank(group) if group is not None else rank
     n_ranks = dist.get_world_size(group) if group is not None else world
@@ -158,7 +160,7 @@ def run_surface(rank: int, world: int, group=None, sizes=(0, 1, 37, 70000, 30000
             for s in range(n_ranks):
                 check(failures, f"all_to_all[{s}] {tag}", outs[s], value(s * 10 + me, n, dtype), dtype)
             # send/recv around the ring
-            if n_ranks > 1:
+            if n_ranks > 1 and point_to_point:
                 nxt, prv = (me + 1) % n_ranks, (me - 1) % n_ranks
                 got = torch.empty(n, dtype=dtype)
                 ops = [dist.P2POp(dist.isend, mine, to_global(nxt), group),

@@ -143,7 +143,7 @@ def test_every_op_between_real_network_namespaces(two_namespaces):
     assert not domino_shm_segments()
 
 
-def test_an_external_plugin_carries_the_inter_host_traffic(tmp_path):
+def _build_storelink(tmp_path) -> Path:
     import torch_domino
 
     include = Path(torch_domino.__file__).parent / "include"
@@ -152,6 +152,11 @@ def test_an_external_plugin_carries_the_inter_host_traffic(tmp_path):
                     "-G", "Ninja", f"-DDOMINO_INCLUDE_DIR={include}"], check=True, capture_output=True)
     subprocess.run(["cmake", "--build", str(build)], check=True, capture_output=True)
     assert (build / "libdomino-plugin-storelink.so").exists()
+    return build
+
+
+def test_an_external_plugin_carries_the_inter_host_traffic(tmp_path):
+    build = _build_storelink(tmp_path)
     hosts = LAYOUTS["2x2"]
     env = {r: {**e, "DOMINO_PLUGIN_PATH": str(build), "DOMINO_INTER_TRANSPORT": "storelink",
                "DOMINO_ALGO": "hierarchical", "STORELINK_TRACE": "1"}
@@ -162,6 +167,21 @@ def test_an_external_plugin_carries_the_inter_host_traffic(tmp_path):
         assert value["floats"] == [6.0, 10.0, 14.0]
         assert value["ints"] == [i * 4 for i in range(7)]
         assert "/rail" in results[r].output and "storelink allreduce on " in results[r].output, results[r].output[-2000:]
+
+
+def test_an_external_plugin_runs_the_collectives_it_does_not_write(tmp_path):
+    # storelink writes all-reduce (SUM, PRODUCT, MIN, MAX of 8- to 64-bit types), all-gather,
+    # broadcast and barrier; flat over it, reduce, reduce-scatter, gather, scatter, all-to-all and
+    # the reductions it refuses run as the shared algorithms over its links. It has no send/recv.
+    build = _build_storelink(tmp_path)
+    env = {r: {**e, "DOMINO_PLUGIN_PATH": str(build), "DOMINO_INTER_TRANSPORT": "storelink",
+               "DOMINO_ALGO": "flat", "STORELINK_TRACE": "1"}
+           for r, e in host_env(LAYOUTS["2x2"]).items()}
+    results = run_ranks(4, "surface_across_hosts", [0, 37], False, rank_env=env, timeout=600)
+    for r, value in enumerate(assert_all_ok(results)):
+        assert value["failures"] == [], f"rank {r}: {value['failures'][:5]}"
+        assert value["inter"] == "storelink"
+        assert "storelink link_send on " in results[r].output, results[r].output[-2000:]
 
 
 def test_an_unknown_inter_transport_is_refused_at_init(tmp_path):

@@ -395,13 +395,13 @@ def group_default_lane(rank: int, world: int, init_method: str) -> dict:
     return {"lane": lane, "value": t[0].item()}
 
 
-def surface_across_hosts(rank: int, world: int, sizes: list) -> dict:
+def surface_across_hosts(rank: int, world: int, sizes: list, point_to_point: bool = True) -> dict:
     """Every op and dtype on a group whose ranks sit on several (simulated or real) hosts, and
     what the group says about itself."""
     import torch_domino
     from surface import run_surface
 
-    failures = run_surface(rank, world, sizes=tuple(sizes))
+    failures = run_surface(rank, world, sizes=tuple(sizes), point_to_point=point_to_point)
     view = torch_domino.topology(sizes=[16 << 20])
     plan = next(p for p in view["routing"]["plans"] if p["op"] == "all_reduce")
     return {"failures": failures, "hosts": [h["ranks"] for h in view["layout"]["hosts"]],

@@ -11,7 +11,7 @@
 extern "C" {
 #endif
 
-#define DOMINO_PLUGIN_ABI_VERSION 4u
+#define DOMINO_PLUGIN_ABI_VERSION 5u
 #define DOMINO_PLUGIN_INIT_SYMBOL "domino_plugin_init"
 
 typedef enum domino_dtype {
@@ -104,7 +104,7 @@ typedef struct domino_comm domino_comm_t; /* opaque, owned by the plugin */
 
 /* Every function returns a domino_status_t and, on failure, writes a full sentence into err
  * (err_size bytes, always NUL-terminated). */
-typedef struct domino_plugin_v1 {
+typedef struct domino_plugin {
   uint32_t abi_version; /* DOMINO_PLUGIN_ABI_VERSION the plugin was built with */
   const char* name;     /* what DOMINO_INTRA_TRANSPORT / DOMINO_INTER_TRANSPORT name it by */
   uint32_t devices;     /* DOMINO_DEVICE_* bits */
@@ -113,8 +113,9 @@ typedef struct domino_plugin_v1 {
                      size_t err_size);
   void (*comm_destroy)(domino_comm_t* comm);
 
-  /* Collectives. Counts are elements. Any entry may be NULL: the backend then reports the op as
-   * unsupported by this transport. In place when send->ptr == recv->ptr where shapes allow. */
+  /* Collectives. Counts are elements. Any entry may be NULL: the backend then runs the shared
+   * algorithm over the plugin's links (below), or, without links, reports the op as unsupported
+   * by this transport. In place when send->ptr == recv->ptr where shapes allow. */
   int (*allreduce)(domino_comm_t* comm, const domino_buffer_t* send, domino_buffer_t* recv,
                    domino_redop_t op, char* err, size_t err_size);
   int (*barrier)(domino_comm_t* comm, char* err, size_t err_size);
@@ -159,10 +160,24 @@ typedef struct domino_plugin_v1 {
    * rank waits for its peers in operations that start from now on (timeout_ms > 0). NULL: comm
    * keeps the timeout it was created with. (Added in ABI 4.) */
   int (*comm_set_timeout)(domino_comm_t* comm, int64_t timeout_ms, char* err, size_t err_size);
-} domino_plugin_v1_t;
+  /* Links: the messages of the backend's shared collective algorithms (Added in ABI 5), kept
+   * apart from send/recv's. link_send and link_recv post a message to or from one peer and may
+   * return before it moves; link_wait completes every message posted on comm since the last
+   * link_wait, or fails naming the peers at fault (within the timeout, never hanging). Messages
+   * between two ranks match in the order they were posted; a posted buffer stays valid until
+   * link_wait returns. A plugin with all three gains every collective entry it leaves NULL: the
+   * backend runs ring, recursive doubling, Rabenseifner (config->algorithm names them), binomial
+   * trees, direct gather, scatter and all-to-all, and a dissemination barrier over its links.
+   * Host memory only. */
+  int (*link_send)(domino_comm_t* comm, const void* data, size_t bytes, int32_t peer, char* err,
+                   size_t err_size);
+  int (*link_recv)(domino_comm_t* comm, void* data, size_t bytes, int32_t peer, char* err,
+                   size_t err_size);
+  int (*link_wait)(domino_comm_t* comm, char* err, size_t err_size);
+} domino_plugin_t;
 
 /* The one symbol a plugin library exports. Returns NULL if it cannot serve abi_version. */
-typedef const domino_plugin_v1_t* (*domino_plugin_init_fn)(uint32_t abi_version);
+typedef const domino_plugin_t* (*domino_plugin_init_fn)(uint32_t abi_version);
 
 #ifdef __cplusplus
 }

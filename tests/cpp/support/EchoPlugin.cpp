@@ -52,11 +52,11 @@ int barrier(domino_comm_t*, char*, size_t) {
 
 // Only all-reduce and barrier: the other entries stay NULL, which the backend reports as
 // unsupported by this transport.
-const domino_plugin_v1_t kEcho = {
+const domino_plugin_t kEcho = {
     DOMINO_PLUGIN_ABI_VERSION, "echo", DOMINO_DEVICE_CPU, create, destroy, allreduce, barrier};
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) const domino_plugin_v1_t* domino_plugin_init(
+extern "C" __attribute__((visibility("default"))) const domino_plugin_t* domino_plugin_init(
     uint32_t abi_version) {
   return abi_version == DOMINO_PLUGIN_ABI_VERSION ? &kEcho : nullptr;
 }

@@ -1,9 +1,12 @@
 /* "storelink": a transport that moves data through the group's rendezvous store. Slow, but it
  * reaches every rank the store reaches, so the backend can route inter-host traffic to it. It
  * exists to prove the plugin interface: built outside the main build, loaded from
- * DOMINO_PLUGIN_PATH, chosen with DOMINO_INTER_TRANSPORT=storelink. Every rank publishes its
- * buffer under a per-call key and reads everyone's, then reduces in rank order, so all ranks
- * hold identical results. STORELINK_TRACE=1 prints each call on stderr. */
+ * DOMINO_PLUGIN_PATH, chosen with DOMINO_INTER_TRANSPORT=storelink. Its own all-reduce,
+ * all-gather, broadcast and barrier publish every rank's buffer under a per-call key and read
+ * everyone's, reducing in rank order, so all ranks hold identical results. Reduce, reduce-scatter,
+ * gather, scatter and all-to-all it does not write: it offers the ABI's links (one key per
+ * message), and the backend runs its shared algorithms over them. STORELINK_TRACE=1 prints each
+ * call on stderr. */
 #include <domino/plugin.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +18,15 @@ struct domino_comm {
   uint64_t calls;
   char group[128];
   const domino_bootstrap_t* store;
+  /* Links: messages sent to and received from each peer so far, and the receives posted. */
+  uint64_t* sent;
+  uint64_t* received;
+  struct posted_receive {
+    int peer;
+    void* data;
+    size_t bytes;
+  } * posted;
+  size_t n_posted, posted_capacity;
 };
 
 static size_t element_size(domino_dtype_t t) {
@@ -105,11 +117,22 @@ static int create(const domino_comm_config_t* config, domino_comm_t** out, char*
   c->timeout_ms = config->timeout_ms;
   c->store = config->bootstrap;
   snprintf(c->group, sizeof c->group, "%s", config->group_name ? config->group_name : "?");
+  c->sent = calloc((size_t)c->size, sizeof *c->sent);
+  c->received = calloc((size_t)c->size, sizeof *c->received);
+  if (!c->sent || !c->received) {
+    free(c->sent);
+    free(c->received);
+    free(c);
+    return fail(err, n, DOMINO_ERR_SYSTEM, "create", "out of memory");
+  }
   *out = c;
   return DOMINO_OK;
 }
 
 static void destroy(domino_comm_t* c) {
+  free(c->sent);
+  free(c->received);
+  free(c->posted);
   free(c);
 }
 
@@ -160,6 +183,56 @@ static int broadcast(domino_comm_t* c, domino_buffer_t* buffer, int32_t root, ch
   return status;
 }
 
+/* Links: message k from rank a to rank b lives under storelink/link/a/b/k. */
+static void link_key(char* key, size_t size, int from, int to, uint64_t k) {
+  snprintf(key, size, "storelink/link/%d/%d/%llu", from, to, (unsigned long long)k);
+}
+
+static int link_send(domino_comm_t* c, const void* data, size_t bytes, int32_t peer, char* err,
+                     size_t n) {
+  char key[96];
+  trace(c, "link_send");
+  link_key(key, sizeof key, c->rank, peer, c->sent[peer]++);
+  return c->store->set(c->store->context, key, data, bytes, err, n) == 0 ? DOMINO_OK
+                                                                         : DOMINO_ERR_PEER;
+}
+
+static int link_recv(domino_comm_t* c, void* data, size_t bytes, int32_t peer, char* err,
+                     size_t n) {
+  if (c->n_posted == c->posted_capacity) {
+    size_t capacity = c->posted_capacity ? 2 * c->posted_capacity : 16;
+    void* grown = realloc(c->posted, capacity * sizeof *c->posted);
+    if (!grown) return fail(err, n, DOMINO_ERR_SYSTEM, "link_recv", "out of memory");
+    c->posted = grown;
+    c->posted_capacity = capacity;
+  }
+  c->posted[c->n_posted].peer = peer;
+  c->posted[c->n_posted].data = data;
+  c->posted[c->n_posted].bytes = bytes;
+  c->n_posted++;
+  return DOMINO_OK;
+}
+
+static int link_wait(domino_comm_t* c, char* err, size_t n) {
+  int status = DOMINO_OK;
+  for (size_t i = 0; status == DOMINO_OK && i < c->n_posted; ++i) {
+    const int peer = c->posted[i].peer;
+    char key[96];
+    size_t got = 0;
+    link_key(key, sizeof key, peer, c->rank, c->received[peer]++);
+    if (c->store->get(c->store->context, key, c->posted[i].data, c->posted[i].bytes, &got,
+                      __atomic_load_n(&c->timeout_ms, __ATOMIC_RELAXED), err, n) != 0) {
+      status = DOMINO_ERR_TIMEOUT;
+    } else if (got != c->posted[i].bytes) {
+      snprintf(err, n, "storelink: rank %d sent %zu bytes where rank %d expected %zu", peer, got,
+               c->rank, c->posted[i].bytes);
+      status = DOMINO_ERR_MISMATCH;
+    }
+  }
+  c->n_posted = 0;
+  return status;
+}
+
 /* May run while another thread waits in fetch: the next wait takes the new value. */
 static int set_timeout(domino_comm_t* c, int64_t timeout_ms, char* err, size_t n) {
   (void)err;
@@ -168,26 +241,20 @@ static int set_timeout(domino_comm_t* c, int64_t timeout_ms, char* err, size_t n
   return DOMINO_OK;
 }
 
-static const domino_plugin_v1_t table = {DOMINO_PLUGIN_ABI_VERSION,
-                                         "storelink",
-                                         DOMINO_DEVICE_CPU,
-                                         create,
-                                         destroy,
-                                         allreduce,
-                                         barrier,
-                                         broadcast,
-                                         NULL,
-                                         allgather,
-                                         NULL,
-                                         NULL,
-                                         NULL,
-                                         NULL,
-                                         NULL,
-                                         NULL,
-                                         NULL,
-                                         NULL,
-                                         set_timeout};
+static const domino_plugin_t table = {.abi_version = DOMINO_PLUGIN_ABI_VERSION,
+                                      .name = "storelink",
+                                      .devices = DOMINO_DEVICE_CPU,
+                                      .comm_create = create,
+                                      .comm_destroy = destroy,
+                                      .allreduce = allreduce,
+                                      .barrier = barrier,
+                                      .broadcast = broadcast,
+                                      .allgather = allgather,
+                                      .comm_set_timeout = set_timeout,
+                                      .link_send = link_send,
+                                      .link_recv = link_recv,
+                                      .link_wait = link_wait};
 
-const domino_plugin_v1_t* domino_plugin_init(uint32_t abi_version) {
+const domino_plugin_t* domino_plugin_init(uint32_t abi_version) {
   return abi_version == DOMINO_PLUGIN_ABI_VERSION ? &table : NULL;
 }

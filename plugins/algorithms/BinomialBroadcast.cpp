@@ -1,0 +1,21 @@
+#include "Algorithms.h"
+
+namespace domino::algorithms {
+
+void broadcast_binomial(PeerLinks& links, void* data, size_t bytes, int root) {
+  const int size = links.size();
+  const int me = (links.rank() - root + size) % size;
+  auto real = [&](int virtual_rank) { return (virtual_rank + root) % size; };
+  int mask = 1;
+  for (; mask < size; mask <<= 1) {
+    if (me & mask) {
+      links.exchange(-1, nullptr, 0, real(me - mask), data, bytes);
+      break;
+    }
+  }
+  for (mask >>= 1; mask > 0; mask >>= 1) {
+    if (me + mask < size) links.exchange(real(me + mask), data, bytes, -1, nullptr, 0);
+  }
+}
+
+}  // namespace domino::algorithms

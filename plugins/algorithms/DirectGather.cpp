@@ -1,0 +1,25 @@
+#include <cstring>
+
+#include "Algorithms.h"
+
+namespace domino::algorithms {
+
+void gather_direct(PeerLinks& links, const void* send, void* recv, size_t block_bytes, int root) {
+  const int rank = links.rank();
+  if (rank != root) {
+    links.post_send(root, send, block_bytes);
+  } else {
+    char* out = static_cast<char*>(recv);
+    for (int r = 0; r < links.size(); ++r) {
+      char* block = out + static_cast<size_t>(r) * block_bytes;
+      if (r != rank) {
+        links.post_recv(r, block, block_bytes);
+      } else if (block_bytes > 0 && block != send) {
+        std::memcpy(block, send, block_bytes);
+      }
+    }
+  }
+  links.wait();
+}
+
+}  // namespace domino::algorithms

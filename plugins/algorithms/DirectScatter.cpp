@@ -1,0 +1,25 @@
+#include <cstring>
+
+#include "Algorithms.h"
+
+namespace domino::algorithms {
+
+void scatter_direct(PeerLinks& links, const void* send, void* recv, size_t block_bytes, int root) {
+  const int rank = links.rank();
+  if (rank != root) {
+    links.post_recv(root, recv, block_bytes);
+  } else {
+    const char* in = static_cast<const char*>(send);
+    for (int r = 0; r < links.size(); ++r) {
+      const char* block = in + static_cast<size_t>(r) * block_bytes;
+      if (r != rank) {
+        links.post_send(r, block, block_bytes);
+      } else if (block_bytes > 0 && block != recv) {
+        std::memcpy(recv, block, block_bytes);
+      }
+    }
+  }
+  links.wait();
+}
+
+}  // namespace domino::algorithms

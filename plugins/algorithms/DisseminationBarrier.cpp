@@ -1,0 +1,13 @@
+#include "Algorithms.h"
+
+namespace domino::algorithms {
+
+void barrier_dissemination(PeerLinks& links) {
+  const int rank = links.rank(), size = links.size();
+  for (int distance = 1; distance < size; distance <<= 1) {
+    links.exchange((rank + distance) % size, nullptr, 0, (rank - distance + size) % size, nullptr,
+                   0);
+  }
+}
+
+}  // namespace domino::algorithms

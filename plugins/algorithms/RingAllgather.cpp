@@ -1,0 +1,19 @@
+#include <cstring>
+
+#include "Algorithms.h"
+#include "Blocks.h"
+
+namespace domino::algorithms {
+
+void allgather_ring(PeerLinks& links, const void* send, void* recv, size_t block_bytes) {
+  const int rank = links.rank(), size = links.size();
+  char* out = static_cast<char*>(recv);
+  auto at = [&](int b) { return out + static_cast<size_t>(ring_index(b, size)) * block_bytes; };
+  if (block_bytes > 0 && at(rank) != send) std::memmove(at(rank), send, block_bytes);
+  const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+  for (int step = 0; step < size - 1; ++step) {
+    links.exchange(next, at(rank - step), block_bytes, prev, at(rank - step - 1), block_bytes);
+  }
+}
+
+}  // namespace domino::algorithms
