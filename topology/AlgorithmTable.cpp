@@ -115,9 +115,11 @@ size_t recursive_doubling_limit(int ranks, const LinkCost& c) {
   for (size_t bytes = 256; bytes <= (size_t{1} << 30); bytes *= 2) {
     const double n = static_cast<double>(bytes);
     const double doubling = log2_ceil(ranks) * c.seconds_for(n);
-    const double bandwidth = pof2_of(ranks) == ranks ? 2 * log2_ceil(ranks) * alpha(c) +
-                                                           2.0 * (ranks - 1) / ranks * n * beta(c)
-                                                     : 2.0 * (ranks - 1) * c.seconds_for(n / ranks);
+    // As the router always wrote it (the same rounding, so the same threshold).
+    const double bandwidth = pof2_of(ranks) == ranks
+                                 ? 2 * log2_ceil(ranks) * c.latency_us * 1e-6 +
+                                       2.0 * (ranks - 1) / ranks * n / (c.gbytes_per_s * 1e9)
+                                 : 2.0 * (ranks - 1) * c.seconds_for(n / ranks);
     if (doubling > bandwidth) break;
     limit = bytes;
   }

@@ -101,7 +101,9 @@ double Router::inter_allreduce(int ranks, double bytes, int flows, std::string* 
   }
   std::string chosen = options_.forced_inter_algorithm;
   if (chosen.empty()) {
-    chosen = auto_links_allreduce(static_cast<size_t>(bytes), ranks, inter_small_bytes_);
+    // Hierarchical steps move fractional shares: round up, so a share just above the threshold
+    // stays above it.
+    chosen = auto_links_allreduce(static_cast<size_t>(std::ceil(bytes)), ranks, inter_small_bytes_);
   }
   *algorithm = chosen;
   const AlgorithmEntry* entry = find_algorithm(chosen, "all_reduce", AlgorithmHome::kLinks);

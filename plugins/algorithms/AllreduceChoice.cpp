@@ -53,9 +53,13 @@ void run_allreduce(PeerLinks& links, AllreduceAlgorithm algorithm, void* data, s
       return allreduce_ring(links, data, count, d, o);
     case AllreduceAlgorithm::kRabenseifner:
       return allreduce_rabenseifner(links, data, count, d, o);
-    default:
+    case AllreduceAlgorithm::kRecursiveDoubling:
       return allreduce_recursive_doubling(links, data, count, d, o);
+    case AllreduceAlgorithm::kAuto:
+      break;
   }
+  throw TransportError(DOMINO_ERR_INVALID,
+                       links.where() + ": no all-reduce algorithm chosen (kAuto reached the run)");
 }
 
 }  // namespace domino::algorithms

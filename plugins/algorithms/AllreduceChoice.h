@@ -18,7 +18,8 @@ const char* allreduce_algorithm_name(AllreduceAlgorithm algorithm);
 AllreduceAlgorithm auto_allreduce_algorithm(size_t bytes, int ranks, size_t small_message_bytes);
 
 class PeerLinks;
-// Runs `algorithm` (kAuto: the size rule) in place, AVG included.
+// Runs `algorithm` in place, AVG included; resolve kAuto with auto_allreduce_algorithm first
+// (kAuto throws TransportError(INVALID)).
 void run_allreduce(PeerLinks& links, AllreduceAlgorithm algorithm, void* data, size_t count,
                    int dtype, int op);
 

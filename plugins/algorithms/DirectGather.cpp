@@ -15,7 +15,7 @@ void gather_direct(PeerLinks& links, const void* send, void* recv, size_t block_
       if (r != rank) {
         links.post_recv(r, block, block_bytes);
       } else if (block_bytes > 0 && block != send) {
-        std::memcpy(block, send, block_bytes);
+        std::memmove(block, send, block_bytes);
       }
     }
   }

@@ -15,7 +15,7 @@ void scatter_direct(PeerLinks& links, const void* send, void* recv, size_t block
       if (r != rank) {
         links.post_send(r, block, block_bytes);
       } else if (block_bytes > 0 && block != recv) {
-        std::memcpy(recv, block, block_bytes);
+        std::memmove(recv, block, block_bytes);
       }
     }
   }

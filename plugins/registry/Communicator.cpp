@@ -23,16 +23,21 @@ constexpr size_t kErrorBytes = 4096;
 
 Communicator::Communicator(const domino_plugin_t* plugin, const domino_comm_config_t& config)
     : plugin_(plugin) {
+  remember(config);  // first: it may refuse the configuration, and nothing is made yet
   char err[kErrorBytes] = {0};
   const int status = plugin_->comm_create(&config, &comm_, err, sizeof err);
   if (status != DOMINO_OK) raise(plugin_, status, err, "communicator set-up");
-  remember(config);
 }
 
 Communicator::Communicator(const domino_plugin_t* plugin, domino_comm_t* comm,
                            const domino_comm_config_t& config)
     : plugin_(plugin), comm_(comm) {
-  remember(config);
+  try {
+    remember(config);
+  } catch (...) {
+    plugin_->comm_destroy(comm_);  // the destructor of an unfinished object never runs
+    throw;
+  }
 }
 
 void Communicator::remember(const domino_comm_config_t& config) {
@@ -52,7 +57,8 @@ void Communicator::remember(const domino_comm_config_t& config) {
 
 PluginLinks Communicator::links(const char* op) const {
   return PluginLinks(plugin_, comm_, rank_, size_,
-                     std::string(plugin_->name) + " " + op + " on group '" + group_ + "'");
+                     std::string(plugin_->name) + " " + op + " on group '" + group_ + "' (rank " +
+                         std::to_string(rank_) + " of " + std::to_string(size_) + ")");
 }
 
 std::unique_ptr<Communicator> Communicator::split(int color, int key,

@@ -79,6 +79,13 @@ void PluginRegistry::add(const domino_plugin_t* plugin, const std::string& origi
   if (plugin->comm_create == nullptr || plugin->comm_destroy == nullptr) {
     reject(origin, "it lacks comm_create or comm_destroy");
   }
+  const int links = (plugin->link_send != nullptr) + (plugin->link_recv != nullptr) +
+                    (plugin->link_wait != nullptr);
+  if (links != 0 && links != 3) {
+    reject(origin, "it has " + std::to_string(links) +
+                       " of the three link entries (link_send, link_recv, link_wait); give all "
+                       "three or none");
+  }
   if (find(plugin->name) != nullptr) {
     reject(origin, std::string("the name '") + plugin->name + "' is already taken by " +
                        this->origin(plugin->name));

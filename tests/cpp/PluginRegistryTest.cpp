@@ -78,5 +78,21 @@ TEST(PluginRegistry, RejectsWrongAbiVersionsAndDuplicateNames) {
   EXPECT_THROW(registry.add(&twin, "test"), TransportError);
 }
 
+TEST(PluginRegistry, RejectsAPluginWithSomeButNotAllLinkEntries) {
+  PluginRegistry registry({});
+  domino_plugin_t partial = *registry.find("shm");
+  partial.name = "partial";
+  partial.link_send = [](domino_comm_t*, const void*, size_t, int32_t, char*, size_t) {
+    return static_cast<int>(DOMINO_OK);
+  };
+  try {
+    registry.add(&partial, "test");
+    FAIL() << "a plugin with one of the three link entries was accepted";
+  } catch (const TransportError& e) {
+    EXPECT_NE(std::string(e.what()).find("1 of the three link entries"), std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace domino

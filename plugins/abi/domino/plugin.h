@@ -115,7 +115,10 @@ typedef struct domino_plugin {
 
   /* Collectives. Counts are elements. Any entry may be NULL: the backend then runs the shared
    * algorithm over the plugin's links (below), or, without links, reports the op as unsupported
-   * by this transport. In place when send->ptr == recv->ptr where shapes allow. */
+   * by this transport. An entry may also return DOMINO_ERR_UNSUPPORTED for a call it cannot
+   * serve (a dtype or reduction it lacks): with links the backend then runs the shared
+   * algorithm, so the refusal must be the same on every rank and come before any link message.
+   * In place when send->ptr == recv->ptr where shapes allow. */
   int (*allreduce)(domino_comm_t* comm, const domino_buffer_t* send, domino_buffer_t* recv,
                    domino_redop_t op, char* err, size_t err_size);
   int (*barrier)(domino_comm_t* comm, char* err, size_t err_size);
@@ -165,10 +168,12 @@ typedef struct domino_plugin {
    * return before it moves; link_wait completes every message posted on comm since the last
    * link_wait, or fails naming the peers at fault (within the timeout, never hanging). Messages
    * between two ranks match in the order they were posted; a posted buffer stays valid until
-   * link_wait returns. A plugin with all three gains every collective entry it leaves NULL: the
-   * backend runs ring, recursive doubling, Rabenseifner (config->algorithm names them), binomial
-   * trees, direct gather, scatter and all-to-all, and a dissemination barrier over its links.
-   * Host memory only. */
+   * link_wait returns. Any failed link call drops every message posted since the last link_wait,
+   * and a failed link_wait leaves comm broken (DOMINO_ERR_TIMEOUT or DOMINO_ERR_PEER, never
+   * MISMATCH: the message streams are out of step). A plugin with all three gains every collective
+   * entry it leaves NULL: the backend runs ring, recursive doubling, Rabenseifner
+   * (config->algorithm names them), binomial trees, direct gather, scatter and all-to-all, and a
+   * dissemination barrier over its links. Host memory only. */
   int (*link_send)(domino_comm_t* comm, const void* data, size_t bytes, int32_t peer, char* err,
                    size_t err_size);
   int (*link_recv)(domino_comm_t* comm, void* data, size_t bytes, int32_t peer, char* err,

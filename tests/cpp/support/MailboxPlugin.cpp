@@ -46,8 +46,12 @@ struct domino_comm {
 namespace {
 
 int create(const domino_comm_config_t* config, domino_comm_t** out, char*, size_t) {
-  auto* c = new domino_comm{config->rank,       config->size, config->timeout_ms,
-                            config->group_name, nullptr,      {}};
+  auto* c = new domino_comm{config->rank,
+                            config->size,
+                            config->timeout_ms,
+                            config->group_name != nullptr ? config->group_name : "",
+                            nullptr,
+                            {}};
   std::lock_guard<std::mutex> lock(g_mutex);
   auto& box = g_boxes[c->group];
   if (!box) box = std::make_shared<Mailbox>();
@@ -93,7 +97,7 @@ int link_wait(domino_comm_t* c, char* err, size_t n) {
     if (queue.front().size() != r.bytes) {
       std::snprintf(err, n, "mailbox: rank %d sent %zu bytes where rank %d expected %zu", r.peer,
                     queue.front().size(), c->rank, r.bytes);
-      status = DOMINO_ERR_MISMATCH;
+      status = DOMINO_ERR_PEER;  // the streams are out of step: broken (the ABI)
       break;
     }
     if (r.bytes > 0) std::memcpy(r.data, queue.front().data(), r.bytes);

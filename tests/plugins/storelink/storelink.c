@@ -193,8 +193,9 @@ static int link_send(domino_comm_t* c, const void* data, size_t bytes, int32_t p
   char key[96];
   trace(c, "link_send");
   link_key(key, sizeof key, c->rank, peer, c->sent[peer]++);
-  return c->store->set(c->store->context, key, data, bytes, err, n) == 0 ? DOMINO_OK
-                                                                         : DOMINO_ERR_PEER;
+  if (c->store->set(c->store->context, key, data, bytes, err, n) == 0) return DOMINO_OK;
+  c->n_posted = 0; /* the ABI: a failed link call drops what was posted */
+  return DOMINO_ERR_PEER;
 }
 
 static int link_recv(domino_comm_t* c, void* data, size_t bytes, int32_t peer, char* err,
@@ -226,7 +227,7 @@ static int link_wait(domino_comm_t* c, char* err, size_t n) {
     } else if (got != c->posted[i].bytes) {
       snprintf(err, n, "storelink: rank %d sent %zu bytes where rank %d expected %zu", peer, got,
                c->rank, c->posted[i].bytes);
-      status = DOMINO_ERR_MISMATCH;
+      status = DOMINO_ERR_PEER; /* the streams are out of step: broken, not mismatched */
     }
   }
   c->n_posted = 0;
