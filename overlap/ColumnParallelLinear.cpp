@@ -5,7 +5,10 @@
 #include <ATen/autocast_mode.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include <memory>
 #include <numeric>
+#include <type_traits>
+#include <utility>
 
 namespace domino::overlap {
 
@@ -13,13 +16,27 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
+// Autograd nodes live in shared_ptr up to torch 2.11 and in intrusive_ptr after; the wait keeps
+// a weak reference of whichever kind.
+using NodePtr = std::decay_t<decltype(std::declval<const at::Tensor&>().grad_fn())>;
+template <class Strong>
+struct WeakOf;
+template <class T>
+struct WeakOf<std::shared_ptr<T>> {
+  using type = std::weak_ptr<T>;
+};
+template <class T>
+struct WeakOf<c10::intrusive_ptr<T>> {
+  using type = c10::weak_intrusive_ptr<T>;
+};
+using WeakNodePtr = typename WeakOf<NodePtr>::type;
+
 // An input-gradient reduction left in flight by the linear's backward, and the node that waits
 // for it: the wait sits on the input's path, so nothing reads the gradient before it is summed.
 struct DeferredReduction : torch::CustomClassHolder {
   c10::intrusive_ptr<c10d::Work> work;
   uint64_t floor = 0;  // first sequence number of the forward pass that made the wait
-  c10::weak_intrusive_ptr<torch::autograd::Node> wait_node{
-      c10::intrusive_ptr<torch::autograd::Node>()};
+  WeakNodePtr wait_node{NodePtr()};
 };
 
 thread_local uint64_t pass_floor = 0;
@@ -143,7 +160,7 @@ at::Tensor ColumnParallelLinearImpl::forward(const at::Tensor& input, bool defer
     deferred = c10::make_intrusive<DeferredReduction>();
     deferred->floor = pass_floor;
     routed = WaitForInputGradient::apply(input, deferred);
-    deferred->wait_node = c10::weak_intrusive_ptr<torch::autograd::Node>(routed.grad_fn());
+    deferred->wait_node = WeakNodePtr(routed.grad_fn());
   }
   return ColumnParallelLinearFunction::apply(routed, weight, bias_or_empty, group_, deferred);
 }
