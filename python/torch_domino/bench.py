@@ -59,6 +59,19 @@ def sizes(min_bytes: int, max_bytes: int):
         n *= 2
 
 
+def _device(args: argparse.Namespace, rank: int):
+    """This rank's device for the tensors, and what makes the host wait for it: CUDA ops return
+    once enqueued, so a timer must stop only when the device is done. Ranks share GPUs round
+    robin (the domino backend then stages through host memory, and so does Gloo)."""
+    import torch
+
+    if args.device == "cpu":
+        return torch.device("cpu"), lambda: None
+    device = torch.device("cuda", rank % torch.cuda.device_count())
+    torch.cuda.set_device(device)
+    return device, torch.cuda.synchronize
+
+
 # ----------------------------------------------------------------------------------------------
 # One rank of one backend: times every op and size, rank 0 prints a JSON line per result.
 # ----------------------------------------------------------------------------------------------
@@ -73,6 +86,7 @@ def worker(args: argparse.Namespace) -> None:
 
     torch.set_num_threads(1)
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    device, sync = _device(args, rank)
     dist.init_process_group(args.backend, init_method=args.init, rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=300))
     slowest = torch.zeros(1, dtype=torch.float64)
@@ -86,21 +100,24 @@ def worker(args: argparse.Namespace) -> None:
         for nbytes in sizes(args.min_bytes, args.max_bytes):
             count = nbytes // 4
             if op == "all_reduce":
-                inp = torch.ones(max(count, 1))
+                inp = torch.ones(max(count, 1), device=device)
                 call = lambda: dist.all_reduce(inp)  # noqa: E731
             else:
                 if count < world:
                     continue
                 per_rank = count // world
-                big, small = torch.ones(per_rank * world), torch.ones(per_rank)
+                big = torch.ones(per_rank * world, device=device)
+                small = torch.ones(per_rank, device=device)
                 if op == "all_gather_into_tensor":
                     call = lambda: dist.all_gather_into_tensor(big, small)  # noqa: E731
                 else:
                     call = lambda: dist.reduce_scatter_tensor(small, big)  # noqa: E731
             for _ in range(20 if nbytes < (1 << 20) else 2):  # first sizes also warm the process
                 call()
+            sync()
             start = time.perf_counter()
             call()
+            sync()
             one = max_over_ranks(time.perf_counter() - start)
             iters = int(min(10000, max(1, args.seconds_per_size / args.repeats / max(one, 1e-7))))
             samples = []
@@ -109,9 +126,11 @@ def worker(args: argparse.Namespace) -> None:
                 start = time.perf_counter()
                 for _ in range(iters):
                     call()
+                sync()
                 samples.append(max_over_ranks((time.perf_counter() - start) / iters))
             if rank == 0:
-                print(MARK + json.dumps({"backend": args.backend, "op": op, "world": world,
+                print(MARK + json.dumps({"backend": args.backend, "device": args.device,
+                                         "op": op, "world": world,
                                          "bytes": nbytes, "iters": iters,
                                          "time_us_min": min(samples) * 1e6,
                                          "time_us_median": statistics.median(samples) * 1e6}),
@@ -120,7 +139,8 @@ def worker(args: argparse.Namespace) -> None:
 
 
 def priority_worker(args: argparse.Namespace) -> None:
-    """4 KiB all-reduce latency alone and behind 64 MiB all-reduces, with and without lanes."""
+    """4 KiB all-reduce latency alone and behind --load-bytes all-reduces, with and without
+    lanes."""
     import torch
     import torch.distributed as dist
 
@@ -128,17 +148,20 @@ def priority_worker(args: argparse.Namespace) -> None:
 
     torch.set_num_threads(1)
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    device, sync = _device(args, rank)
     dist.init_process_group(args.backend, init_method=args.init, rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=300))
     lanes = args.backend == "domino" and args.lanes
-    small, big = torch.ones(1024), torch.ones(16 << 20)
+    small = torch.ones(1024, device=device)
+    big = torch.ones(args.load_bytes // 4, device=device)
 
     def lane(level):
         return torch_domino.priority(level) if lanes else contextlib.nullcontext()
 
     for level in ("low", "high"):
         with lane(level):
-            dist.all_reduce(torch.ones(1))
+            dist.all_reduce(torch.ones(1, device=device))
+    sync()
     results = {}
     for mode in ("alone", "loaded"):
         samples = []
@@ -151,9 +174,11 @@ def priority_worker(args: argparse.Namespace) -> None:
             start = time.perf_counter()
             with lane("high"):
                 dist.all_reduce(small)
+            sync() if args.device == "cpu" else torch.cuda.current_stream().synchronize()
             samples.append((time.perf_counter() - start) * 1e6)
             if background is not None:
                 background.wait()
+                sync()
         samples.sort()
         results[mode] = {"p50_us": samples[len(samples) // 2],
                          "p99_us": samples[min(len(samples) - 1, int(len(samples) * 0.99))],
@@ -175,37 +200,39 @@ def run_priority_suite(args: argparse.Namespace) -> list[dict]:
                 env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", OMP_NUM_THREADS="1")
                 cmd = [sys.executable, "-m", "torch_domino.bench", "--worker-priority", "--backend", backend,
                        "--init", f"file://{tmp}/store", "--samples", str(args.samples),
-                       "--loaded-samples", str(args.loaded_samples)] + (["--lanes"] if lanes else [])
+                       "--loaded-samples", str(args.loaded_samples), "--device", args.device,
+                       "--load-bytes", str(args.load_bytes)] + (["--lanes"] if lanes else [])
                 procs.append(subprocess.Popen(cmd, env=env, text=True, stdout=subprocess.PIPE,
                                               stderr=subprocess.DEVNULL))
             for line in procs[0].stdout:
                 if line.startswith(MARK):
                     result = json.loads(line[len(MARK):])
                     for mode, stats in result.items():
-                        row = {"config": label, "mode": mode, **stats}
+                        row = {"config": label, "device": args.device, "mode": mode, **stats}
                         rows.append(row)
-                        print(f"  [{label:<32}] 4 KiB all_reduce {mode:<6}: p50 {stats['p50_us']:8.1f} us"
+                        print(f"  [{label:<32}] {args.device} 4 KiB all_reduce {mode:<6}: p50 {stats['p50_us']:8.1f} us"
                               f"  p99 {stats['p99_us']:8.1f} us  ({stats['samples']} samples)", flush=True)
             for p in procs:
                 p.wait()
     return rows
 
 
-def write_priority_outputs(rows: list[dict], out: Path) -> None:
+def write_priority_outputs(rows: list[dict], out: Path, stem: str = "priority",
+                           load: str = "64 MiB") -> None:
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / "priority.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=["config", "mode", "p50_us", "p99_us", "samples"])
+    with open(out / f"{stem}.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["config", "device", "mode", "p50_us", "p99_us", "samples"])
         w.writeheader()
         for row in rows:
             w.writerow({k: (round(v, 2) if isinstance(v, float) else v) for k, v in row.items()})
-    lines = ["| configuration | alone p50 us | alone p99 us | under 64 MiB load p50 us | under load p99 us | p99 loaded / p50 alone |",
+    lines = [f"| configuration | alone p50 us | alone p99 us | under {load} load p50 us | under load p99 us | p99 loaded / p50 alone |",
              "|---|---|---|---|---|---|"]
     for config in dict.fromkeys(r["config"] for r in rows):
         alone = next(r for r in rows if r["config"] == config and r["mode"] == "alone")
         loaded = next(r for r in rows if r["config"] == config and r["mode"] == "loaded")
         lines.append(f"| {config} | {alone['p50_us']:.1f} | {alone['p99_us']:.1f} | {loaded['p50_us']:.1f} | "
                      f"{loaded['p99_us']:.1f} | {loaded['p99_us'] / alone['p50_us']:.1f}x |")
-    (out / "priority.md").write_text("\n".join(lines) + "\n")
+    (out / f"{stem}.md").write_text("\n".join(lines) + "\n")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -234,7 +261,8 @@ def run_torch(backend: str, world: int, args: argparse.Namespace) -> list[dict]:
             cmd = [sys.executable, "-m", "torch_domino.bench", "--worker", "--backend", backend,
                    "--init", f"file://{tmp}/store", "--ops", *args.ops,
                    "--min-bytes", str(args.min_bytes), "--max-bytes", str(args.max_bytes),
-                   "--seconds-per-size", str(args.seconds_per_size), "--repeats", str(args.repeats)]
+                   "--seconds-per-size", str(args.seconds_per_size), "--repeats", str(args.repeats),
+                   "--device", args.device]
             procs.append(subprocess.Popen(cmd, env=env, text=True, stdout=subprocess.PIPE,
                                           stderr=subprocess.STDOUT if rank == 0 else subprocess.DEVNULL))
         for line in procs[0].stdout:
@@ -292,15 +320,15 @@ FIELDS = ["backend", "op", "world", "bytes", "iters", "time_us_min", "time_us_me
           "algbw_GBps", "busbw_GBps"]
 
 
-def write_outputs(rows: list[dict], out: Path, backends: list[str]) -> None:
+def write_outputs(rows: list[dict], out: Path, backends: list[str], stem: str = "collectives") -> None:
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / "collectives.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=FIELDS)
+    with open(out / f"{stem}.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=FIELDS, extrasaction="ignore")
         w.writeheader()
         for row in rows:
             w.writerow({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()})
-    (out / "collectives.md").write_text(markdown_table(rows, backends))
-    plot(rows, out / "collectives.png", backends)
+    (out / f"{stem}.md").write_text(markdown_table(rows, backends))
+    plot(rows, out / f"{stem}.png", backends)
 
 
 def markdown_table(rows: list[dict], backends: list[str]) -> str:
@@ -385,6 +413,11 @@ def main(argv=None) -> int:
     parser.add_argument("--samples", type=int, default=2000, help="priority suite: samples alone")
     parser.add_argument("--loaded-samples", type=int, default=200,
                         help="priority suite: samples under load (one 64 MiB all-reduce each)")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                        help="cuda: tensors on the GPUs, ranks sharing them round robin; results "
+                             "go to *_cuda.csv/md/png")
+    parser.add_argument("--load-bytes", type=parse_bytes, default=64 << 20,
+                        help="priority suite: size of the low-priority all-reduces under load")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--worker-priority", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--lanes", action="store_true", help=argparse.SUPPRESS)
@@ -397,24 +430,27 @@ def main(argv=None) -> int:
     if args.worker_priority:
         priority_worker(args)
         return 0
+    suffix = "" if args.device == "cpu" else f"_{args.device}"
     if args.suite == "priority":
         rows = run_priority_suite(args)
-        write_priority_outputs(rows, args.out)
-        print((args.out / "priority.md").read_text())
+        write_priority_outputs(rows, args.out, f"priority{suffix}", human(args.load_bytes))
+        print((args.out / f"priority{suffix}.md").read_text())
         return 0
     rows: list[dict] = []
     started = time.time()
     for world in args.worlds:
         for backend in args.backends:
-            print(f"== {backend}, world {world}", flush=True)
+            if backend == "mpi" and args.device != "cpu":
+                continue  # the MPI harness moves host memory only
+            print(f"== {backend}, world {world}, {args.device}", flush=True)
             rows += run_mpi(world, args) if backend == "mpi" else run_torch(backend, world, args)
     if not rows:
         print("no results", file=sys.stderr)
         return 1
-    write_outputs(rows, args.out, args.backends)
-    print(f"\nwrote {args.out / 'collectives.csv'}, collectives.md and collectives.png "
+    write_outputs(rows, args.out, args.backends, f"collectives{suffix}")
+    print(f"\nwrote {args.out / f'collectives{suffix}.csv'}, .md and .png "
           f"in {time.time() - started:.0f} s")
-    print((args.out / "collectives.md").read_text())
+    print((args.out / f"collectives{suffix}.md").read_text())
     return 0
 
 

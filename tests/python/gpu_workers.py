@@ -137,3 +137,36 @@ def collectives_on_device(rank: int, world: int) -> dict:
     check("handles scope", y, torch.full((8,), float(world)))
     torch.cuda.synchronize()
     return {"failures": failures, "path": _cuda_state()["path"]}
+
+
+def watchdog_aborts_a_stuck_communicator(rank: int, world: int) -> dict:
+    """An all-reduce held behind a kernel that outlasts the group timeout (3 s): the watchdog
+    aborts the group's NCCL communicators, the work and later CUDA collectives raise naming it,
+    CPU collectives of the group still run, and the process lives on to report."""
+    device = torch.device("cuda", rank % torch.cuda.device_count())
+    torch.cuda.set_device(device)
+    warm = torch.ones(16, device=device)
+    dist.all_reduce(warm)
+    torch.cuda.synchronize()
+    sleep_cycles = int(torch.cuda.get_device_properties(device).clock_rate * 1000 * 6.0)  # ~6 s
+    torch.cuda._sleep(sleep_cycles)
+    started = time.perf_counter()
+    work = dist.all_reduce(torch.ones(1 << 10, device=device), async_op=True)
+    errors = {}
+    try:
+        work.wait()
+        torch.cuda.synchronize()
+    except Exception as e:  # noqa: BLE001 - the message is the fact
+        errors["work"] = str(e)
+    deadline = time.perf_counter() + 30
+    while "later" not in errors and time.perf_counter() < deadline:
+        try:
+            dist.all_reduce(torch.ones(4, device=device))
+            torch.cuda.synchronize()
+            time.sleep(0.5)
+        except Exception as e:  # noqa: BLE001
+            errors["later"] = str(e)
+    cpu = torch.ones(3)
+    dist.all_reduce(cpu)
+    return {"errors": errors, "seconds": time.perf_counter() - started,
+            "cpu_after": cpu.tolist(), "path": _cuda_state()["path"]}

@@ -1,6 +1,7 @@
 """The CUDA path of the backend (skipped without a GPU; tests/gpu/run.sh runs these on a GPU
 machine): comm stream priorities per lane, waits that block the caller's stream and not the host,
-NCCL at world size 1, and host staging among ranks that share one GPU."""
+NCCL at world size 1, host staging among ranks that share one GPU, and the watchdog aborting a
+stuck NCCL communicator."""
 
 from __future__ import annotations
 
@@ -52,3 +53,13 @@ def test_ranks_sharing_one_gpu_stage_through_host_memory(world):
     for facts in results:
         assert facts["path"] == "staged"
         assert facts["failures"] == []
+
+
+def test_the_watchdog_aborts_a_stuck_nccl_communicator_and_the_process_lives():
+    (facts,) = assert_all_ok(run_ranks(1, "gpu_workers.watchdog_aborts_a_stuck_communicator",
+                                       group_timeout_s=3, timeout=300))
+    assert facts["path"] == "nccl"
+    assert "later" in facts["errors"], facts
+    assert "did not finish within the group timeout of 3000 ms" in facts["errors"]["later"], facts
+    assert "communicators were aborted" in facts["errors"]["later"], facts
+    assert facts["cpu_after"] == [1.0, 1.0, 1.0]

@@ -35,6 +35,15 @@ def failures(reports: list) -> list:
     return [(r["config"], r["worst"]) for r in reports if not r["ok"]]
 
 
+@pytest.mark.parametrize("tp", [1, 2])
+def test_transformer_in_bfloat16_stays_near_the_float32_reference(tp):
+    configs = matrix()[::8]  # every schedule; activations and norms alternate
+    for reports in assert_all_ok(run_ranks(tp, "overlap_workers.numerics_bf16", configs, "cpu",
+                                           timeout=600)):
+        assert len(reports) == len(configs)
+        assert failures(reports) == []
+
+
 @pytest.mark.parametrize("tp", [1, 2, 4])
 def test_transformer_matches_reference_over_the_whole_matrix(tp):
     configs = matrix()
