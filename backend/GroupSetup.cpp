@@ -32,8 +32,8 @@ topology::GroupLayout ProcessGroupDomino::exchange_layout() {
 }
 
 const domino_plugin_t* ProcessGroupDomino::loaded_transport(const char* variable,
-                                                               const std::string& chosen,
-                                                               const char* automatic) const {
+                                                            const std::string& chosen,
+                                                            const char* automatic) const {
   const std::string name = chosen == "auto" ? std::string(automatic) : chosen;
   const domino_plugin_t* plugin = registry_->find(name);
   if (plugin == nullptr) {
@@ -147,6 +147,7 @@ topology::Router ProcessGroupDomino::agree_on_routing(const std::string& host_li
     options.forced_plan = topology::PlanKind::kLeader;
   }
   options.forced_inter_algorithm = settings_.inter_algorithm;
+  options.rail_chunk_bytes = settings_.rail_chunk_bytes;
   costs.intra = {std::stod(fields[0]), std::stod(fields[1]), fields[2]};
   costs.inter = {std::stod(fields[3]), std::stod(fields[4]), fields[5]};
   log_line(LogLevel::kDebug, rank_, label() + ": host layout " + host_list);

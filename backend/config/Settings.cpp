@@ -108,14 +108,15 @@ std::vector<std::string> split_path(const std::string& value) {
 }  // namespace
 
 const std::vector<std::string>& known_variables() {
-  static const std::vector<std::string> names = {"DOMINO_HOST_ID",         "DOMINO_ALGO",
-                                                 "DOMINO_INTRA_TRANSPORT", "DOMINO_INTER_TRANSPORT",
-                                                 "DOMINO_PRIORITY",        "DOMINO_CHUNK_BYTES",
-                                                 "DOMINO_SHM_BYTES",       "DOMINO_TOPO_FILE",
-                                                 "DOMINO_PLUGIN_PATH",     "DOMINO_LOG",
-                                                 "DOMINO_SINGLE_COPY",     "DOMINO_COST_INTRA",
-                                                 "DOMINO_COST_INTER",      "DOMINO_GPU_TRANSPORT",
-                                                 "DOMINO_BLOCKING_WAIT"};
+  static const std::vector<std::string> names = {
+      "DOMINO_HOST_ID",         "DOMINO_ALGO",
+      "DOMINO_INTRA_TRANSPORT", "DOMINO_INTER_TRANSPORT",
+      "DOMINO_PRIORITY",        "DOMINO_CHUNK_BYTES",
+      "DOMINO_SHM_BYTES",       "DOMINO_TOPO_FILE",
+      "DOMINO_PLUGIN_PATH",     "DOMINO_LOG",
+      "DOMINO_SINGLE_COPY",     "DOMINO_COST_INTRA",
+      "DOMINO_COST_INTER",      "DOMINO_GPU_TRANSPORT",
+      "DOMINO_BLOCKING_WAIT",   "DOMINO_RAIL_CHUNK_BYTES"};
   return names;
 }
 
@@ -171,6 +172,11 @@ ParsedSettings parse_settings(const std::map<std::string, std::string>& env) {
       s.priority = parse_priority(value, name);
     } else if (name == "DOMINO_CHUNK_BYTES") {
       s.chunk_bytes = parse_bytes(name, value);
+    } else if (name == "DOMINO_RAIL_CHUNK_BYTES") {
+      s.rail_chunk_bytes = value == "0" ? 0 : parse_bytes(name, value);
+      if (s.rail_chunk_bytes != 0 && s.rail_chunk_bytes < (64u << 10)) {
+        invalid(name, value, "0 (no pipeline) or at least 64K");
+      }
     } else if (name == "DOMINO_SHM_BYTES") {
       s.shm_bytes = parse_bytes(name, value);
       if (s.shm_bytes < (1ull << 20)) invalid(name, value, "at least 1M");

@@ -9,10 +9,10 @@ const std::vector<std::string>& wire_variables() {
   // DOMINO_PRIORITY too: ranks issuing on different default lanes would pair up collectives
   // that are not the same call.
   static const std::vector<std::string> names = {
-      "DOMINO_ALGO",         "DOMINO_CHUNK_BYTES",     "DOMINO_SINGLE_COPY",
-      "DOMINO_SHM_BYTES",    "DOMINO_COST_INTRA",      "DOMINO_COST_INTER",
-      "DOMINO_PRIORITY",     "DOMINO_INTRA_TRANSPORT", "DOMINO_INTER_TRANSPORT",
-      "DOMINO_GPU_TRANSPORT"};
+      "DOMINO_ALGO",          "DOMINO_CHUNK_BYTES",     "DOMINO_SINGLE_COPY",
+      "DOMINO_SHM_BYTES",     "DOMINO_COST_INTRA",      "DOMINO_COST_INTER",
+      "DOMINO_PRIORITY",      "DOMINO_INTRA_TRANSPORT", "DOMINO_INTER_TRANSPORT",
+      "DOMINO_GPU_TRANSPORT", "DOMINO_RAIL_CHUNK_BYTES"};
   return names;
 }
 

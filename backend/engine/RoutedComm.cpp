@@ -233,8 +233,15 @@ void RoutedComm::allreduce_hierarchical(domino_buffer_t& data, domino_redop_t op
   }
   const size_t local_size = router_.layout().host_ranks.front().size();
   const size_t element = dtype_size(data.dtype);
-  const size_t slice = (data.count + local_size - 1) / local_size;
-  const size_t padded = slice * local_size;
+  // Host memory goes in a pipeline of chunks (RailPipeline.h); device communicators are
+  // stream-ordered, and NCCL pipelines within each step itself.
+  const size_t chunks =
+      data.device < 0
+          ? RailPipeline::chunks_for(data.count * element, router_.options().rail_chunk_bytes)
+          : 1;
+  const size_t unit = local_size * std::max<size_t>(chunks, 1);
+  const size_t padded = (data.count + unit - 1) / unit * unit;
+  const size_t slice = padded / local_size;
   // Reduce-scatter needs equal slices: a message that does not divide goes through a padded
   // copy whose tail nobody reads.
   std::shared_ptr<void> padded_copy;
@@ -246,10 +253,18 @@ void RoutedComm::allreduce_hierarchical(domino_buffer_t& data, domino_redop_t op
     whole = {padded_copy.get(), padded, data.dtype, data.device};
   }
   const std::shared_ptr<void> part = memory_->allocate(slice * element, data.device);
-  domino_buffer_t mine{part.get(), slice, data.dtype, data.device};
-  local_->reduce_scatter(whole, mine, op);
-  rail_->allreduce(mine, mine, op);
-  local_->allgather(mine, whole);
+  if (chunks >= 2) {
+    if (!rail_pipeline_) {
+      rail_pipeline_ =
+          std::make_unique<RailPipeline>(*local_, *rail_, static_cast<int>(local_size));
+    }
+    rail_pipeline_->allreduce(whole, part.get(), chunks, op);
+  } else {
+    domino_buffer_t mine{part.get(), slice, data.dtype, data.device};
+    local_->reduce_scatter(whole, mine, op);
+    rail_->allreduce(mine, mine, op);
+    local_->allgather(mine, whole);
+  }
   if (padded_copy && data.count > 0) {
     memory_->copy(data.ptr, padded_copy.get(), data.count * element, data.device);
   }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "PlanTrial.h"
+#include "RailPipeline.h"
 #include "plugins/registry/Communicator.h"
 #include "topology/Router.h"
 
@@ -103,6 +104,8 @@ class RoutedComm {
   std::unique_ptr<Communicator> rail_;     // uniform layouts
   std::unique_ptr<Communicator> leaders_;  // on each host's first rank
   std::shared_ptr<Memory> memory_;
+  // After the communicators it drives, so that it goes first.
+  std::unique_ptr<RailPipeline> rail_pipeline_;
   std::string last_plan_;
   std::optional<PlanTrial> small_allreduce_trial_;  // groups across hosts, plan not forced
 };

@@ -2,7 +2,7 @@
 
 Two network namespaces ("hosts") joined by a veth pair shaped with tc to 1 Gbit/s, two ranks in
 each. For a 16 MiB all-reduce it times, in one run, the router's automatic plan, the forced
-split-rail hierarchical plan, a flat UCX ring with host-contiguous ranks (0,1 | 2,3) and with
+split-rail hierarchical plan (pipelined in chunks, and in one piece), a flat UCX ring with host-contiguous ranks (0,1 | 2,3) and with
 interleaved ranks (0,2 | 1,3), and gloo; it counts the bytes that crossed the link (the veth's
 own tx counters, so TCP/IP headers included). For messages of 4 KiB or less it compares the
 router's automatic choice with every forced plan. Each host's local rank l is pinned to core l.
@@ -30,17 +30,19 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 from shaped_link import ShapedLink  # noqa: E402
 
-# name: (backend, DOMINO_ALGO). Every mode is its own process group in the same processes, and
-# the modes take turns repeat by repeat, so the machine's drift hits all alike.
+# name: (backend, DOMINO_ALGO, DOMINO_RAIL_CHUNK_BYTES). Every mode is its own process group in
+# the same processes, and the modes take turns repeat by repeat, so the machine's drift hits all
+# alike.
 MODES = {
-    "auto (router)": ("domino", "auto"),
-    "hierarchical": ("domino", "hierarchical"),
-    "leader": ("domino", "leader"),
-    "flat": ("domino", "flat"),
-    "flat ring": ("domino", "flat,ring"),
-    "gloo": ("gloo", ""),
+    "auto (router)": ("domino", "auto", ""),
+    "hierarchical": ("domino", "hierarchical", ""),
+    "hierarchical, one piece": ("domino", "hierarchical", "0"),
+    "leader": ("domino", "leader", ""),
+    "flat": ("domino", "flat", ""),
+    "flat ring": ("domino", "flat,ring", ""),
+    "gloo": ("gloo", "", ""),
 }
-LARGE = ["auto (router)", "hierarchical", "leader", "flat ring", "gloo"]
+LARGE = ["auto (router)", "hierarchical", "hierarchical, one piece", "leader", "flat ring", "gloo"]
 SMALL = ["auto (router)", "hierarchical", "leader", "flat"]
 GATHER = ["auto (router)", "hierarchical", "flat", "gloo"]
 CONTIGUOUS, INTERLEAVED = (0, 0, 1, 1), (0, 1, 0, 1)
@@ -89,8 +91,11 @@ def worker(args) -> None:
                             rank=args.rank, world_size=4)
     groups = {}
     for mode in args.modes.split(";"):
-        backend, algo = MODES[mode]
+        backend, algo, rail_chunk = MODES[mode]
         os.environ["DOMINO_ALGO"] = algo or "auto"  # read when the group is created
+        os.environ.pop("DOMINO_RAIL_CHUNK_BYTES", None)
+        if rail_chunk:
+            os.environ["DOMINO_RAIL_CHUNK_BYTES"] = rail_chunk
         groups[mode] = dist.new_group(backend=backend)
     counter = Path(f"/sys/class/net/{args.device}/statistics/tx_bytes")
     samples = {}
@@ -196,10 +201,13 @@ def write(rows: list[dict], args) -> None:
     hier = big.get("hierarchical", {"wire_bytes": 1, "median_us": 1})
     lines = [f"2 hosts x 2 ranks, veth shaped to {args.mbit:.0f} Mbit/s, all-reduce of 16 MiB float32 "
              f"(median of {args.repeats} repeats; modes take turns within one run)", "",
-             "| plan | time (ms) | on the link (MiB) | hierarchical's share of its bytes | hierarchical speed-up |",
-             "|---|---:|---:|---:|---:|"]
+             "| plan | time (ms) | on the link (MiB) | the link's time for those bytes (ms) | time / link time | hierarchical's share of its bytes | hierarchical speed-up |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
     for name, r in big.items():
+        # Both directions carry half the bytes counted at the two ends, at the shaped rate.
+        link_ms = r["wire_bytes"] / 2 / (args.mbit * 1e6 / 8) * 1e3
         lines.append(f"| {name} | {r['median_us'] / 1e3:.1f} | {r['wire_bytes'] / 2**20:.1f} | "
+                     f"{link_ms:.1f} | {r['median_us'] / 1e3 / link_ms:.2f}x | "
                      f"{100 * hier['wire_bytes'] / r['wire_bytes']:.0f}% | {r['median_us'] / hier['median_us']:.2f}x |")
     gather = {r["mode"]: r for r in rows if r["part"] == "all_gather 16 MiB"}
     if gather:

@@ -1,8 +1,9 @@
 // Hierarchical and flat plans across simulated hosts: ranks forked on this machine, each
 // "host" a label, shared memory inside a host and UCX between hosts, exactly as the backend
 // composes them. Every op against a local reference, in uniform, non-uniform and interleaved
-// layouts, with each plan forced in turn (all-reduce; all-gather and reduce-scatter by rail;
-// broadcast through the hosts' first ranks).
+// layouts, with each plan forced in turn (all-reduce, large ones through the hierarchical
+// plan's pipeline; all-gather and reduce-scatter by rail; broadcast through the hosts' first
+// ranks).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -27,7 +28,9 @@ using testing::v;
 using topology::PlanKind;
 
 std::string check_allreduce(int rank, int size, RoutedComm& comm, const char* expected_plan) {
-  for (size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{4099}, size_t{300001}}) {
+  // 1048579 elements (8 MiB of int64) take the hierarchical plan's pipeline in 4 chunks, padded.
+  for (size_t n :
+       {size_t{0}, size_t{1}, size_t{7}, size_t{4099}, size_t{300001}, size_t{1048579}}) {
     std::vector<int64_t> mine(n), out(n, -1), want(n, 0);
     for (size_t i = 0; i < n; ++i) mine[i] = v(rank, i);
     for (int r = 0; r < size; ++r) {

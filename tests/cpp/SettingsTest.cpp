@@ -70,9 +70,23 @@ TEST(Settings, EveryKnownVariableIsAccepted) {
   for (const auto& name : known_variables()) {
     EXPECT_EQ(name.rfind("DOMINO_", 0), 0u) << name;
   }
-  EXPECT_EQ(known_variables().size(), 15u);
+  EXPECT_EQ(known_variables().size(), 16u);
   EXPECT_FALSE(parse_settings({{"DOMINO_SINGLE_COPY", "off"}}).settings.single_copy);
   EXPECT_THROW(parse_settings({{"DOMINO_SINGLE_COPY", "on"}}), ConfigError);
+}
+
+TEST(Settings, RailChunkBytesTurnsThePipelineOffAtZeroAndRefusesTinyChunks) {
+  EXPECT_EQ(parse_settings({}).settings.rail_chunk_bytes, 2u << 20);
+  EXPECT_EQ(parse_settings({{"DOMINO_RAIL_CHUNK_BYTES", "0"}}).settings.rail_chunk_bytes, 0u);
+  EXPECT_EQ(parse_settings({{"DOMINO_RAIL_CHUNK_BYTES", "4M"}}).settings.rail_chunk_bytes,
+            4u << 20);
+  try {
+    parse_settings({{"DOMINO_RAIL_CHUNK_BYTES", "1K"}});
+    FAIL() << "a 1 KiB rail chunk was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("DOMINO_RAIL_CHUNK_BYTES"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("at least 64K"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Settings, GpuTransportAndBlockingWaitTakeTheirNamedValues) {

@@ -85,6 +85,7 @@ DIFFERING = {
     "DOMINO_INTRA_TRANSPORT": ("shm", "auto"),
     "DOMINO_INTER_TRANSPORT": ("ucx", None),
     "DOMINO_GPU_TRANSPORT": ("staged", "auto"),
+    "DOMINO_RAIL_CHUNK_BYTES": ("0", "1M"),
 }
 
 
@@ -110,13 +111,18 @@ def test_ranks_started_with_different_settings_all_use_rank_0s(variable):
 
 
 def test_ranks_with_different_settings_across_simulated_hosts():
-    rank_env = {0: {"DOMINO_HOST_ID": "a", "DOMINO_ALGO": "hierarchical,ring"},
+    # Ranks cutting the hierarchical all-reduce's pipeline differently would pair up steps of
+    # different chunks: the 1.5M-element (6 MiB) all-reduce checks that they do not.
+    rank_env = {0: {"DOMINO_HOST_ID": "a", "DOMINO_ALGO": "hierarchical,ring",
+                    "DOMINO_RAIL_CHUNK_BYTES": "1M"},
                 1: {"DOMINO_HOST_ID": "a", "DOMINO_ALGO": "leader"},
-                2: {"DOMINO_HOST_ID": "b", "DOMINO_ALGO": "flat,rabenseifner"},
-                3: {"DOMINO_HOST_ID": "b"}}
-    results = run_ranks(4, "contract_workers.wire_settings", [1, 70000], rank_env=rank_env)
+                2: {"DOMINO_HOST_ID": "b", "DOMINO_ALGO": "flat,rabenseifner",
+                    "DOMINO_RAIL_CHUNK_BYTES": "0"},
+                3: {"DOMINO_HOST_ID": "b", "DOMINO_RAIL_CHUNK_BYTES": "4M"}}
+    results = run_ranks(4, "contract_workers.wire_settings", [1, 70000, 1500000], rank_env=rank_env)
     for value in assert_all_ok(results):
         assert value["failures"] == [] and value["settings"]["DOMINO_ALGO"] == "hierarchical,ring"
+        assert value["settings"]["DOMINO_RAIL_CHUNK_BYTES"] == "1M"
 
 
 @pytest.mark.parametrize("factor", [3.0, 0.5])

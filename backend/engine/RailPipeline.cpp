@@ -1,0 +1,79 @@
+#include "RailPipeline.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "plugins/common/Dtype.h"
+#include "plugins/common/TransportError.h"
+
+namespace domino {
+
+size_t RailPipeline::chunks_for(size_t bytes, size_t chunk_bytes) {
+  return chunk_bytes == 0 ? 0 : std::min(kMaxChunks, bytes / chunk_bytes);
+}
+
+RailPipeline::RailPipeline(Communicator& local, Communicator& rail, int local_size)
+    : local_(local), rail_(rail), local_size_(local_size) {}
+
+std::future<void> RailPipeline::post_rail(const domino_buffer_t& slice, domino_redop_t op) {
+  auto done = std::make_shared<std::promise<void>>();
+  std::future<void> result = done->get_future();
+  rail_thread_.submit([this, slice, op, done, failed = failed_] {
+    try {
+      if (failed->load()) {
+        throw TransportError(DOMINO_ERR_PEER, "skipped: an earlier step of this all-reduce failed");
+      }
+      domino_buffer_t inout = slice;
+      rail_.allreduce(inout, inout, op);
+      done->set_value();
+    } catch (...) {
+      failed->store(true);
+      done->set_exception(std::current_exception());
+    }
+  });
+  return result;
+}
+
+void RailPipeline::allreduce(const domino_buffer_t& data, void* slices, size_t chunks,
+                             domino_redop_t op) {
+  failed_->store(false);
+  const size_t element = dtype_size(data.dtype);
+  const size_t per_chunk = data.count / chunks;
+  const size_t per_slice = per_chunk / static_cast<size_t>(local_size_);
+  auto chunk = [&](size_t c) {
+    return domino_buffer_t{static_cast<char*>(data.ptr) + c * per_chunk * element, per_chunk,
+                           data.dtype, -1};
+  };
+  auto slice = [&](size_t c) {
+    return domino_buffer_t{static_cast<char*>(slices) + c * per_slice * element, per_slice,
+                           data.dtype, -1};
+  };
+  std::vector<std::future<void>> rail(chunks);
+  // The rail thread reads and writes these buffers: whatever happens here, it must be done
+  // with them before they go. Steps not yet started are skipped.
+  struct Drain {
+    std::vector<std::future<void>>& rail;
+    std::atomic<bool>& failed;
+    ~Drain() {
+      for (auto& f : rail) {
+        if (!f.valid()) continue;
+        failed.store(true);
+        f.wait();
+      }
+    }
+  } drain{rail, *failed_};
+  for (size_t c = 0; c < chunks; ++c) {
+    domino_buffer_t whole = chunk(c), mine = slice(c);
+    local_.reduce_scatter(whole, mine, op);
+    rail[c] = post_rail(mine, op);
+    if (c == 0) continue;
+    rail[c - 1].get();  // rethrows the rail's error, naming its sub-group
+    domino_buffer_t done = slice(c - 1), out = chunk(c - 1);
+    local_.allgather(done, out);
+  }
+  rail[chunks - 1].get();
+  domino_buffer_t last = slice(chunks - 1), out = chunk(chunks - 1);
+  local_.allgather(last, out);
+}
+
+}  // namespace domino
