@@ -278,7 +278,10 @@ RoutedComm& ProcessGroupDomino::communicator(int lane) {
     }
     return std::make_unique<Communicator>(spec.inter ? inter_plugin_ : plugin_, config);
   };
-  auto made = std::make_unique<RoutedComm>(*router_, rank_, make);
+  // The hierarchical all-reduce's rail thread runs where the lane's thread does, as nice.
+  const ThreadPlacement placement{static_cast<Priority>(lane) == Priority::kLow ? kLowLaneNice : 0,
+                                  binding_.cpus};
+  auto made = std::make_unique<RoutedComm>(*router_, rank_, make, nullptr, placement);
   // setTimeout may have run while the communicators were made; it sees them from here on.
   std::lock_guard<std::mutex> lock(timeout_mutex_);
   timeout_applies(made->set_timeout(timeout().count()));
@@ -303,9 +306,14 @@ std::array<uint64_t, 3> ProcessGroupDomino::issued_per_lane() const {
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
-    const char* op, c10d::OpType type, OpTensors tensors,
-    std::function<void(Work&, RoutedComm&)> body, bool blocking, Route route,
-    std::optional<c10::Device> device, bool host_only, int peer) {
+    OpSpec spec, std::function<void(Work&, RoutedComm&)> body) {
+  const char* op = spec.op;
+  OpTensors tensors = std::move(spec.tensors);
+  const std::optional<c10::Device> device = spec.device;
+  const bool blocking = spec.blocking, host_only = spec.host_only;
+  const Route route = spec.route;
+  const int peer = spec.peer;
+  const c10d::OpType type = spec.type;
   const int lane_index = route == Route::kCollective
                              ? static_cast<int>(current_priority().value_or(default_priority_))
                              : static_cast<int>(Priority::kNormal);

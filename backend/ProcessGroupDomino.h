@@ -232,17 +232,25 @@ class ProcessGroupDomino : public c10d::Backend {
     std::vector<at::Tensor> outputs;
     std::vector<at::Tensor> inputs;
   };
+  // An op as enqueue takes it, each field named at the call (designated initializers).
+  struct OpSpec {
+    const char* op;
+    c10d::OpType type;
+    OpTensors tensors;
+    // Where the tensors live (nullopt: host memory). CUDA work waits for the caller's current
+    // stream, runs on its lane's comm stream, and is staged through host memory when the
+    // group's device path says so or host_only (an op NCCL cannot do).
+    std::optional<c10::Device> device = std::nullopt;
+    // async_op=False: the caller waits at once, so an idle lane is not woken (the wait runs
+    // the job itself).
+    bool blocking = false;
+    bool host_only = false;
+    Route route = Route::kCollective;
+    int peer = -1;  // sends and receives: the other rank
+  };
   // Issues body on the lane the calling thread's priority selects (or the send or receive lane).
-  // The returned Work holds outputs alive until it completes. A blocking caller
-  // (async_op=False) waits at once, so an idle lane is not woken: the wait runs the job itself.
-  // device: where the op's tensors live (nullopt: host memory). CUDA work waits for the caller's
-  // current stream, runs on its lane's comm stream, and is staged through host memory when the
-  // group's device path says so or host_only (an op NCCL cannot do).
-  c10::intrusive_ptr<c10d::Work> enqueue(const char* op, c10d::OpType type, OpTensors tensors,
-                                         std::function<void(Work&, RoutedComm&)> body,
-                                         bool blocking = false, Route route = Route::kCollective,
-                                         std::optional<c10::Device> device = std::nullopt,
-                                         bool host_only = false, int peer = -1);
+  // The returned Work holds the outputs alive until it completes.
+  c10::intrusive_ptr<c10d::Work> enqueue(OpSpec spec, std::function<void(Work&, RoutedComm&)> body);
   // The lane's communicators, created on its first collective (in that lane's thread: every rank
   // reaches it in the same lane order, which is the contract).
   RoutedComm& communicator(int lane);
@@ -253,12 +261,12 @@ class ProcessGroupDomino : public c10d::Backend {
                                    std::vector<int64_t>* global) const;
   // The registry's transport that variable (whose value is chosen) names; "auto" = automatic.
   const domino_plugin_t* loaded_transport(const char* variable, const std::string& chosen,
-                                             const char* automatic) const;
+                                          const char* automatic) const;
   // Times the link between rank 0 and group rank peer over plugin (ranks 0 and peer only), by
   // ping-pong or, by_collectives, by two-rank all-reduces; what ("intra" or "inter") scopes the
   // rendezvous keys.
-  topology::LinkCost measure_link(const domino_plugin_t* plugin, int peer,
-                                  const std::string& what, bool by_collectives);
+  topology::LinkCost measure_link(const domino_plugin_t* plugin, int peer, const std::string& what,
+                                  bool by_collectives);
   // Chooses binding_ from the host topology and applies the NIC choice.
   void bind();
   // Every rank publishes its host identity and reads everyone's.

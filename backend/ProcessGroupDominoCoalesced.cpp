@@ -36,16 +36,20 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce_coalesced(
   // Premultiplied lists are scaled and staged on the lane, then written back.
   auto staged =
       reduction.premultiply ? nullptr : std::make_shared<StagedList>(tensors, /*copy_in=*/true);
-  return enqueue(
-      "all_reduce_coalesced", c10d::OpType::ALLREDUCE_COALESCED, tensors,
-      [staged, users, reduction](Work&, RoutedComm& comm) {
-        auto run = [&](domino_buffer_t& b) { comm.allreduce(b, b, reduction.op); };
-        if (!staged) return reduce_premultiplied(reduction, users, /*write_back=*/true, run);
-        domino_buffer_t buffer = staged->buffer();
-        run(buffer);
-        staged->publish();
-      },
-      is_blocking(opts), Route::kCollective, device, needs_host(reduction.op, tensors[0]));
+  return enqueue({.op = "all_reduce_coalesced",
+                  .type = c10d::OpType::ALLREDUCE_COALESCED,
+                  .tensors = tensors,
+                  .device = device,
+                  .blocking = is_blocking(opts),
+                  .host_only = needs_host(reduction.op, tensors[0])},
+                 [staged, users, reduction](Work&, RoutedComm& comm) {
+                   auto run = [&](domino_buffer_t& b) { comm.allreduce(b, b, reduction.op); };
+                   if (!staged)
+                     return reduce_premultiplied(reduction, users, /*write_back=*/true, run);
+                   domino_buffer_t buffer = staged->buffer();
+                   run(buffer);
+                   staged->publish();
+                 });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather_coalesced(
@@ -73,14 +77,16 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather_coalesced(
   auto in = std::make_shared<StagedList>(inputs, /*copy_in=*/true);
   auto out = std::make_shared<StagedList>(outputs, /*copy_in=*/false);
   const auto device = device_of(at, {&inputs, &outputs});
-  return enqueue(
-      "all_gather_coalesced", c10d::OpType::ALLGATHER_COALESCED, OpTensors(outputs, inputs),
-      [in, out](Work&, RoutedComm& comm) {
-        domino_buffer_t recv = out->buffer();
-        comm.allgather(in->buffer(), recv);
-        out->publish();
-      },
-      is_blocking(opts), Route::kCollective, device, false);
+  return enqueue({.op = "all_gather_coalesced",
+                  .type = c10d::OpType::ALLGATHER_COALESCED,
+                  .tensors = OpTensors(outputs, inputs),
+                  .device = device,
+                  .blocking = is_blocking(opts)},
+                 [in, out](Work&, RoutedComm& comm) {
+                   domino_buffer_t recv = out->buffer();
+                   comm.allgather(in->buffer(), recv);
+                   out->publish();
+                 });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather_into_tensor_coalesced(
@@ -98,16 +104,18 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather_into_tensor_coalesc
                        std::make_shared<StagedTensor>(outputs[i], /*copy_in=*/false));
   }
   const auto device = device_of(at, {&inputs, &outputs});
-  return enqueue(
-      "all_gather_into_tensor_coalesced", kAllgatherIntoTensorCoalesced, OpTensors(outputs, inputs),
-      [pairs](Work&, RoutedComm& comm) {
-        for (const auto& [in, out] : pairs) {
-          domino_buffer_t recv = out->buffer();
-          comm.allgather(in->buffer(), recv);
-          out->publish();
-        }
-      },
-      is_blocking(opts), Route::kCollective, device, false);
+  return enqueue({.op = "all_gather_into_tensor_coalesced",
+                  .type = kAllgatherIntoTensorCoalesced,
+                  .tensors = OpTensors(outputs, inputs),
+                  .device = device,
+                  .blocking = is_blocking(opts)},
+                 [pairs](Work&, RoutedComm& comm) {
+                   for (const auto& [in, out] : pairs) {
+                     domino_buffer_t recv = out->buffer();
+                     comm.allgather(in->buffer(), recv);
+                     out->publish();
+                   }
+                 });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter_tensor_coalesced(
@@ -128,7 +136,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter_tensor_coalesc
   }
   const auto device = device_of(at, {&inputs, &outputs});
   return enqueue(
-      "reduce_scatter_tensor_coalesced", kReduceScatterTensorCoalesced, OpTensors(outputs, inputs),
+      {.op = "reduce_scatter_tensor_coalesced",
+       .type = kReduceScatterTensorCoalesced,
+       .tensors = OpTensors(outputs, inputs),
+       .device = device,
+       .blocking = is_blocking(opts),
+       .host_only = needs_host(reduction.op, inputs[0])},
       [pairs, reduction](Work&, RoutedComm& comm) {
         for (const auto& [input, out] : pairs) {
           StagedTensor in(reduction.premultiply ? reduction.premultiplied(input) : input);
@@ -136,8 +149,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter_tensor_coalesc
           comm.reduce_scatter(in.buffer(), recv, reduction.op);
           out->publish();
         }
-      },
-      is_blocking(opts), Route::kCollective, device, needs_host(reduction.op, inputs[0]));
+      });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::gather_flat(at::Tensor& output,
@@ -160,15 +172,17 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::gather_flat(at::Tensor& outpu
       is_root ? std::vector<at::Tensor>{input, output} : std::vector<at::Tensor>{input};
   const auto device = device_of(at, {&tensors_of_op});
   return enqueue(
-      "gather_single", c10d::OpType::GATHER,
-      is_root ? std::vector<at::Tensor>{output} : std::vector<at::Tensor>{},
+      {.op = "gather_single",
+       .type = c10d::OpType::GATHER,
+       .tensors = is_root ? std::vector<at::Tensor>{output} : std::vector<at::Tensor>{},
+       .device = device,
+       .blocking = is_blocking(opts)},
       [in, out, root](Work&, RoutedComm& comm) {
         const domino_buffer_t send = in->buffer();
         domino_buffer_t recv = out ? out->buffer() : domino_buffer_t{nullptr, 0, send.dtype, -1};
         comm.gather(send, recv, root);
         if (out) out->publish();
-      },
-      is_blocking(opts), Route::kCollective, device, false);
+      });
 }
 
 }  // namespace domino

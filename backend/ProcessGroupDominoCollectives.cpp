@@ -22,23 +22,29 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce(std::vector<at::Ten
   if (reduction.premultiply) {
     // The scaled copy is made on the lane (on CUDA, on its comm stream), reduced, written back.
     at::Tensor user = tensors[0];
-    return enqueue(
-        "all_reduce", c10d::OpType::ALLREDUCE, tensors,
-        [user, reduction](Work&, RoutedComm& comm) {
-          reduce_premultiplied(reduction, {user}, /*write_back=*/true,
-                               [&](domino_buffer_t& b) { comm.allreduce(b, b, reduction.op); });
-        },
-        is_blocking(opts), Route::kCollective, device, false);
+    return enqueue({.op = "all_reduce",
+                    .type = c10d::OpType::ALLREDUCE,
+                    .tensors = tensors,
+                    .device = device,
+                    .blocking = is_blocking(opts)},
+                   [user, reduction](Work&, RoutedComm& comm) {
+                     reduce_premultiplied(
+                         reduction, {user}, /*write_back=*/true,
+                         [&](domino_buffer_t& b) { comm.allreduce(b, b, reduction.op); });
+                   });
   }
   auto staged = std::make_shared<StagedTensor>(tensors[0]);
-  return enqueue(
-      "all_reduce", c10d::OpType::ALLREDUCE, tensors,
-      [staged, op](Work&, RoutedComm& comm) {
-        domino_buffer_t buffer = staged->buffer();
-        comm.allreduce(buffer, buffer, op);
-        staged->publish();
-      },
-      is_blocking(opts), Route::kCollective, device, needs_host(op, tensors[0]));
+  return enqueue({.op = "all_reduce",
+                  .type = c10d::OpType::ALLREDUCE,
+                  .tensors = tensors,
+                  .device = device,
+                  .blocking = is_blocking(opts),
+                  .host_only = needs_host(op, tensors[0])},
+                 [staged, op](Work&, RoutedComm& comm) {
+                   domino_buffer_t buffer = staged->buffer();
+                   comm.allreduce(buffer, buffer, op);
+                   staged->publish();
+                 });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::broadcast(std::vector<at::Tensor>& tensors,
@@ -49,14 +55,16 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::broadcast(std::vector<at::Ten
   auto staged = std::make_shared<StagedTensor>(tensors[0], /*copy_in=*/root);
   const int root_rank = static_cast<int>(opts.rootRank);
   const auto device = device_of(at, {&tensors});
-  return enqueue(
-      "broadcast", c10d::OpType::BROADCAST, tensors,
-      [staged, root_rank](Work&, RoutedComm& comm) {
-        domino_buffer_t buffer = staged->buffer();
-        comm.broadcast(buffer, root_rank);
-        staged->publish();
-      },
-      is_blocking(opts), Route::kCollective, device, false);
+  return enqueue({.op = "broadcast",
+                  .type = c10d::OpType::BROADCAST,
+                  .tensors = tensors,
+                  .device = device,
+                  .blocking = is_blocking(opts)},
+                 [staged, root_rank](Work&, RoutedComm& comm) {
+                   domino_buffer_t buffer = staged->buffer();
+                   comm.broadcast(buffer, root_rank);
+                   staged->publish();
+                 });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce(std::vector<at::Tensor>& tensors,
@@ -70,24 +78,30 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce(std::vector<at::Tensor
   if (reduction.premultiply) {
     // Only the root's tensor changes; the others' inputs stay as they were.
     at::Tensor user = tensors[0];
-    return enqueue(
-        "reduce", c10d::OpType::REDUCE, tensors,
-        [user, reduction, root, is_root](Work&, RoutedComm& comm) {
-          reduce_premultiplied(reduction, {user}, /*write_back=*/is_root,
-                               [&](domino_buffer_t& b) { comm.reduce(b, b, reduction.op, root); });
-        },
-        is_blocking(opts), Route::kCollective, device, false);
+    return enqueue({.op = "reduce",
+                    .type = c10d::OpType::REDUCE,
+                    .tensors = tensors,
+                    .device = device,
+                    .blocking = is_blocking(opts)},
+                   [user, reduction, root, is_root](Work&, RoutedComm& comm) {
+                     reduce_premultiplied(
+                         reduction, {user}, /*write_back=*/is_root,
+                         [&](domino_buffer_t& b) { comm.reduce(b, b, reduction.op, root); });
+                   });
   }
   auto staged = std::make_shared<StagedTensor>(tensors[0]);
   const domino_redop_t op = reduction.op;
-  return enqueue(
-      "reduce", c10d::OpType::REDUCE, tensors,
-      [staged, op, root, is_root](Work&, RoutedComm& comm) {
-        domino_buffer_t buffer = staged->buffer();
-        comm.reduce(buffer, buffer, op, root);
-        if (is_root) staged->publish();
-      },
-      is_blocking(opts), Route::kCollective, device, needs_host(op, tensors[0]));
+  return enqueue({.op = "reduce",
+                  .type = c10d::OpType::REDUCE,
+                  .tensors = tensors,
+                  .device = device,
+                  .blocking = is_blocking(opts),
+                  .host_only = needs_host(op, tensors[0])},
+                 [staged, op, root, is_root](Work&, RoutedComm& comm) {
+                   domino_buffer_t buffer = staged->buffer();
+                   comm.reduce(buffer, buffer, op, root);
+                   if (is_root) staged->publish();
+                 });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather(
@@ -101,14 +115,16 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather(
   auto in = std::make_shared<StagedTensor>(inputs[0]);
   auto out = std::make_shared<StagedList>(outputs[0], /*copy_in=*/false);
   const auto device = device_of(at, {&inputs, &outputs[0]});
-  return enqueue(
-      "all_gather", c10d::OpType::ALLGATHER, OpTensors(outputs[0], inputs),
-      [in, out](Work&, RoutedComm& comm) {
-        domino_buffer_t recv = out->buffer();
-        comm.allgather(in->buffer(), recv);
-        out->publish();
-      },
-      is_blocking(opts), Route::kCollective, device, false);
+  return enqueue({.op = "all_gather",
+                  .type = c10d::OpType::ALLGATHER,
+                  .tensors = OpTensors(outputs[0], inputs),
+                  .device = device,
+                  .blocking = is_blocking(opts)},
+                 [in, out](Work&, RoutedComm& comm) {
+                   domino_buffer_t recv = out->buffer();
+                   comm.allgather(in->buffer(), recv);
+                   out->publish();
+                 });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::_allgather_base(
@@ -122,14 +138,16 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::_allgather_base(
   auto out = std::make_shared<StagedTensor>(output, /*copy_in=*/false);
   const std::vector<at::Tensor> tensors_of_op{input, output};
   const auto device = device_of(at, {&tensors_of_op});
-  return enqueue(
-      "all_gather_into_tensor", c10d::OpType::_ALLGATHER_BASE, OpTensors({output}, {input}),
-      [in, out](Work&, RoutedComm& comm) {
-        domino_buffer_t recv = out->buffer();
-        comm.allgather(in->buffer(), recv);
-        out->publish();
-      },
-      is_blocking(opts), Route::kCollective, device, false);
+  return enqueue({.op = "all_gather_into_tensor",
+                  .type = c10d::OpType::_ALLGATHER_BASE,
+                  .tensors = OpTensors({output}, {input}),
+                  .device = device,
+                  .blocking = is_blocking(opts)},
+                 [in, out](Work&, RoutedComm& comm) {
+                   domino_buffer_t recv = out->buffer();
+                   comm.allgather(in->buffer(), recv);
+                   out->publish();
+                 });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::gather(
@@ -152,15 +170,17 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::gather(
   auto in = std::make_shared<StagedTensor>(inputs[0]);
   std::vector<at::Tensor> held = rank_ == root ? outputs[0] : std::vector<at::Tensor>{};
   const auto device = device_of(at, {&inputs, &held});
-  return enqueue(
-      "gather", c10d::OpType::GATHER, OpTensors(held, inputs),
-      [in, out, root](Work&, RoutedComm& comm) {
-        domino_buffer_t recv =
-            out ? out->buffer() : domino_buffer_t{nullptr, 0, in->buffer().dtype, -1};
-        comm.gather(in->buffer(), recv, root);
-        if (out) out->publish();
-      },
-      is_blocking(opts), Route::kCollective, device, false);
+  return enqueue({.op = "gather",
+                  .type = c10d::OpType::GATHER,
+                  .tensors = OpTensors(held, inputs),
+                  .device = device,
+                  .blocking = is_blocking(opts)},
+                 [in, out, root](Work&, RoutedComm& comm) {
+                   domino_buffer_t recv =
+                       out ? out->buffer() : domino_buffer_t{nullptr, 0, in->buffer().dtype, -1};
+                   comm.gather(in->buffer(), recv, root);
+                   if (out) out->publish();
+                 });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::scatter(
@@ -183,16 +203,18 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::scatter(
   auto out = std::make_shared<StagedTensor>(outputs[0], /*copy_in=*/false);
   const std::vector<at::Tensor> scattered = in ? inputs[0] : std::vector<at::Tensor>{};
   const auto device = device_of(at, {&outputs, &scattered});
-  return enqueue(
-      "scatter", c10d::OpType::SCATTER, outputs,
-      [in, out, root](Work&, RoutedComm& comm) {
-        domino_buffer_t recv = out->buffer();
-        const domino_buffer_t send =
-            in ? in->buffer() : domino_buffer_t{nullptr, 0, recv.dtype, -1};
-        comm.scatter(send, recv, root);
-        out->publish();
-      },
-      is_blocking(opts), Route::kCollective, device, false);
+  return enqueue({.op = "scatter",
+                  .type = c10d::OpType::SCATTER,
+                  .tensors = outputs,
+                  .device = device,
+                  .blocking = is_blocking(opts)},
+                 [in, out, root](Work&, RoutedComm& comm) {
+                   domino_buffer_t recv = out->buffer();
+                   const domino_buffer_t send =
+                       in ? in->buffer() : domino_buffer_t{nullptr, 0, recv.dtype, -1};
+                   comm.scatter(send, recv, root);
+                   out->publish();
+                 });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter(
@@ -209,18 +231,22 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter(
   auto out = std::make_shared<StagedTensor>(outputs[0], /*copy_in=*/false);
   const auto device = device_of(at, {&outputs, &inputs[0]});
   const std::vector<at::Tensor> list = inputs[0];
-  return enqueue(
-      "reduce_scatter", c10d::OpType::REDUCE_SCATTER, OpTensors(outputs, list),
-      [in, out, list, reduction](Work&, RoutedComm& comm) {
-        std::shared_ptr<StagedList> source = in;
-        if (!source) {
-          source = std::make_shared<StagedList>(reduction.premultiplied(list), /*copy_in=*/true);
-        }
-        domino_buffer_t recv = out->buffer();
-        comm.reduce_scatter(source->buffer(), recv, reduction.op);
-        out->publish();
-      },
-      is_blocking(opts), Route::kCollective, device, needs_host(reduction.op, outputs[0]));
+  return enqueue({.op = "reduce_scatter",
+                  .type = c10d::OpType::REDUCE_SCATTER,
+                  .tensors = OpTensors(outputs, list),
+                  .device = device,
+                  .blocking = is_blocking(opts),
+                  .host_only = needs_host(reduction.op, outputs[0])},
+                 [in, out, list, reduction](Work&, RoutedComm& comm) {
+                   std::shared_ptr<StagedList> source = in;
+                   if (!source) {
+                     source = std::make_shared<StagedList>(reduction.premultiplied(list),
+                                                           /*copy_in=*/true);
+                   }
+                   domino_buffer_t recv = out->buffer();
+                   comm.reduce_scatter(source->buffer(), recv, reduction.op);
+                   out->publish();
+                 });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::_reduce_scatter_base(
@@ -234,15 +260,18 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::_reduce_scatter_base(
   auto out = std::make_shared<StagedTensor>(output, /*copy_in=*/false);
   const std::vector<at::Tensor> tensors_of_op{input, output};
   const auto device = device_of(at, {&tensors_of_op});
-  return enqueue(
-      "reduce_scatter_tensor", c10d::OpType::_REDUCE_SCATTER_BASE, OpTensors({output}, {input}),
-      [input, out, reduction](Work&, RoutedComm& comm) {
-        StagedTensor in(reduction.premultiply ? reduction.premultiplied(input) : input);
-        domino_buffer_t recv = out->buffer();
-        comm.reduce_scatter(in.buffer(), recv, reduction.op);
-        out->publish();
-      },
-      is_blocking(opts), Route::kCollective, device, needs_host(reduction.op, input));
+  return enqueue({.op = "reduce_scatter_tensor",
+                  .type = c10d::OpType::_REDUCE_SCATTER_BASE,
+                  .tensors = OpTensors({output}, {input}),
+                  .device = device,
+                  .blocking = is_blocking(opts),
+                  .host_only = needs_host(reduction.op, input)},
+                 [input, out, reduction](Work&, RoutedComm& comm) {
+                   StagedTensor in(reduction.premultiply ? reduction.premultiplied(input) : input);
+                   domino_buffer_t recv = out->buffer();
+                   comm.reduce_scatter(in.buffer(), recv, reduction.op);
+                   out->publish();
+                 });
 }
 
 namespace {
@@ -315,14 +344,16 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::alltoall_base(
   auto out = std::make_shared<StagedTensor>(output, /*copy_in=*/false);
   const std::vector<at::Tensor> tensors_of_op{input, output};
   const auto device = device_of(at, {&tensors_of_op});
-  return enqueue(
-      "all_to_all_single", c10d::OpType::ALLTOALL_BASE, OpTensors({output}, {input}),
-      [in, out, layout](Work&, RoutedComm& comm) {
-        domino_buffer_t recv = out->buffer();
-        layout->run(comm, in->buffer(), recv);
-        out->publish();
-      },
-      is_blocking(opts), Route::kCollective, device, false);
+  return enqueue({.op = "all_to_all_single",
+                  .type = c10d::OpType::ALLTOALL_BASE,
+                  .tensors = OpTensors({output}, {input}),
+                  .device = device,
+                  .blocking = is_blocking(opts)},
+                 [in, out, layout](Work&, RoutedComm& comm) {
+                   domino_buffer_t recv = out->buffer();
+                   layout->run(comm, in->buffer(), recv);
+                   out->publish();
+                 });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::alltoall(std::vector<at::Tensor>& outputs,
@@ -342,14 +373,16 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::alltoall(std::vector<at::Tens
   auto in = std::make_shared<StagedList>(inputs, /*copy_in=*/true);
   auto out = std::make_shared<StagedList>(outputs, /*copy_in=*/false);
   const auto device = device_of(at, {&inputs, &outputs});
-  return enqueue(
-      "all_to_all", c10d::OpType::ALLTOALL, OpTensors(outputs, inputs),
-      [in, out, layout](Work&, RoutedComm& comm) {
-        domino_buffer_t recv = out->buffer();
-        layout->run(comm, in->buffer(), recv);
-        out->publish();
-      },
-      is_blocking(opts), Route::kCollective, device, false);
+  return enqueue({.op = "all_to_all",
+                  .type = c10d::OpType::ALLTOALL,
+                  .tensors = OpTensors(outputs, inputs),
+                  .device = device,
+                  .blocking = is_blocking(opts)},
+                 [in, out, layout](Work&, RoutedComm& comm) {
+                   domino_buffer_t recv = out->buffer();
+                   layout->run(comm, in->buffer(), recv);
+                   out->publish();
+                 });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::send(std::vector<at::Tensor>& tensors,
@@ -360,19 +393,22 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::send(std::vector<at::Tensor>&
               dst_rank, " is not another rank of this group of ", size_);
   auto staged = std::make_shared<StagedTensor>(tensors[0]);
   const auto device = device_of(at, {&tensors});
-  return enqueue(
-      "send", c10d::OpType::SEND, tensors,
-      [this, staged, dst_rank, tag, device](Work&, RoutedComm& comm) {
-        const DeviceSession* session = DeviceSession::current();
-        if (session != nullptr && !session->staged) {
-          std::unique_lock<std::mutex> hold;
-          peer_communicator(dst_rank, /*sending=*/true, *device, session->stream, &hold)
-              .send(staged->buffer(), rank_ < dst_rank ? 1 : 0, tag);
-          return;
-        }
-        comm.send(staged->buffer(), dst_rank, tag);
-      },
-      /*blocking=*/false, Route::kSend, device, /*host_only=*/false, dst_rank);
+  return enqueue({.op = "send",
+                  .type = c10d::OpType::SEND,
+                  .tensors = tensors,
+                  .device = device,
+                  .route = Route::kSend,
+                  .peer = dst_rank},
+                 [this, staged, dst_rank, tag, device](Work&, RoutedComm& comm) {
+                   const DeviceSession* session = DeviceSession::current();
+                   if (session != nullptr && !session->staged) {
+                     std::unique_lock<std::mutex> hold;
+                     peer_communicator(dst_rank, /*sending=*/true, *device, session->stream, &hold)
+                         .send(staged->buffer(), rank_ < dst_rank ? 1 : 0, tag);
+                     return;
+                   }
+                   comm.send(staged->buffer(), dst_rank, tag);
+                 });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::recv(std::vector<at::Tensor>& tensors,
@@ -383,22 +419,25 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::recv(std::vector<at::Tensor>&
               " is not another rank of this group of ", size_);
   auto staged = std::make_shared<StagedTensor>(tensors[0], /*copy_in=*/false);
   const auto device = device_of(at, {&tensors});
-  return enqueue(
-      "recv", c10d::OpType::RECV, tensors,
-      [this, staged, src_rank, tag, device](Work& work, RoutedComm& comm) {
-        domino_buffer_t buffer = staged->buffer();
-        const DeviceSession* session = DeviceSession::current();
-        if (session != nullptr && !session->staged) {
-          std::unique_lock<std::mutex> hold;
-          peer_communicator(src_rank, /*sending=*/false, *device, session->stream, &hold)
-              .recv(buffer, rank_ < src_rank ? 1 : 0, tag);
-          work.set_source_rank(src_rank);
-        } else {
-          work.set_source_rank(comm.recv(buffer, src_rank, tag));
-        }
-        staged->publish();
-      },
-      /*blocking=*/false, Route::kRecv, device, /*host_only=*/false, src_rank);
+  return enqueue({.op = "recv",
+                  .type = c10d::OpType::RECV,
+                  .tensors = tensors,
+                  .device = device,
+                  .route = Route::kRecv,
+                  .peer = src_rank},
+                 [this, staged, src_rank, tag, device](Work& work, RoutedComm& comm) {
+                   domino_buffer_t buffer = staged->buffer();
+                   const DeviceSession* session = DeviceSession::current();
+                   if (session != nullptr && !session->staged) {
+                     std::unique_lock<std::mutex> hold;
+                     peer_communicator(src_rank, /*sending=*/false, *device, session->stream, &hold)
+                         .recv(buffer, rank_ < src_rank ? 1 : 0, tag);
+                     work.set_source_rank(src_rank);
+                   } else {
+                     work.set_source_rank(comm.recv(buffer, src_rank, tag));
+                   }
+                   staged->publish();
+                 });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::recvAnysource(std::vector<at::Tensor>& tensors,
@@ -415,20 +454,25 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::recvAnysource(std::vector<at:
       ": receiving from any source into a ", tensors[0].device(),
       " tensor is not possible over NCCL; name the source rank, receive into a CPU "
       "tensor, or set DOMINO_GPU_TRANSPORT=staged");
-  return enqueue(
-      "recv", c10d::OpType::RECVANYSOURCE, tensors,
-      [staged, tag](Work& work, RoutedComm& comm) {
-        domino_buffer_t buffer = staged->buffer();
-        work.set_source_rank(comm.recv(buffer, -1, tag));
-        staged->publish();
-      },
-      /*blocking=*/false, Route::kRecv, device, /*host_only=*/true);
+  return enqueue({.op = "recv",
+                  .type = c10d::OpType::RECVANYSOURCE,
+                  .tensors = tensors,
+                  .device = device,
+                  .host_only = true,
+                  .route = Route::kRecv},
+                 [staged, tag](Work& work, RoutedComm& comm) {
+                   domino_buffer_t buffer = staged->buffer();
+                   work.set_source_rank(comm.recv(buffer, -1, tag));
+                   staged->publish();
+                 });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::barrier(const c10d::BarrierOptions& opts) {
-  return enqueue(
-      "barrier", c10d::OpType::BARRIER, {}, [this](Work&, RoutedComm& comm) { comm.barrier(); },
-      is_blocking(opts));
+  return enqueue({.op = "barrier",
+                  .type = c10d::OpType::BARRIER,
+                  .tensors = {},
+                  .blocking = is_blocking(opts)},
+                 [this](Work&, RoutedComm& comm) { comm.barrier(); });
 }
 
 void ProcessGroupDomino::monitoredBarrier(const c10d::BarrierOptions& opts, bool waitAllRanks) {
@@ -452,12 +496,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce_sparse(
   TORCH_CHECK(tensors[0].is_cpu(), at, ": sparse tensors on ", tensors[0].device(),
               " are not supported; all-reduce a CPU copy (tensor.cpu()) and move the result back");
   at::Tensor tensor = tensors[0];
-  return enqueue(
-      "all_reduce_sparse", c10d::OpType::ALLREDUCE, tensors,
-      [this, tensor, at](Work&, RoutedComm& comm) mutable {
-        allreduce_sparse_sum(comm, tensor, rank_, size_, at);
-      },
-      is_blocking(opts));
+  return enqueue({.op = "all_reduce_sparse",
+                  .type = c10d::OpType::ALLREDUCE,
+                  .tensors = tensors,
+                  .blocking = is_blocking(opts)},
+                 [this, tensor, at](Work&, RoutedComm& comm) mutable {
+                   allreduce_sparse_sum(comm, tensor, rank_, size_, at);
+                 });
 }
 
 }  // namespace domino

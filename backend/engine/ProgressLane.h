@@ -14,6 +14,13 @@
 
 namespace domino {
 
+// Where a thread of the group runs: its niceness (Linux, per thread) and the cores it may use
+// (the rank's own; empty leaves it unbound).
+struct ThreadPlacement {
+  int nice = 0;
+  std::vector<int> cpus;
+};
+
 class ProgressLane {
  public:
   // nice: the thread's niceness (Linux, per thread); a low lane runs nicer so that the caller's

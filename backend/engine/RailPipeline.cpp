@@ -12,8 +12,12 @@ size_t RailPipeline::chunks_for(size_t bytes, size_t chunk_bytes) {
   return chunk_bytes == 0 ? 0 : std::min(kMaxChunks, bytes / chunk_bytes);
 }
 
-RailPipeline::RailPipeline(Communicator& local, Communicator& rail, int local_size)
-    : local_(local), rail_(rail), local_size_(local_size) {}
+RailPipeline::RailPipeline(Communicator& local, Communicator& rail, int local_size,
+                           const ThreadPlacement& rail_thread)
+    : local_(local),
+      rail_(rail),
+      local_size_(local_size),
+      rail_thread_(rail_thread.nice, rail_thread.cpus) {}
 
 std::future<void> RailPipeline::post_rail(const domino_buffer_t& slice, domino_redop_t op) {
   auto done = std::make_shared<std::promise<void>>();
@@ -38,14 +42,18 @@ void RailPipeline::allreduce(const domino_buffer_t& data, void* slices, size_t c
                              domino_redop_t op) {
   failed_->store(false);
   const size_t element = dtype_size(data.dtype);
-  const size_t per_chunk = data.count / chunks;
-  const size_t per_slice = per_chunk / static_cast<size_t>(local_size_);
+  const size_t local = static_cast<size_t>(local_size_);
+  // Whole slices per chunk, so that every step divides evenly; the last chunk takes the rest.
+  const size_t slices_total = data.count / local;
+  const size_t per_slice = (slices_total + chunks - 1) / chunks;
+  chunks = (slices_total + per_slice - 1) / per_slice;
+  auto slice_count = [&](size_t c) { return std::min(per_slice, slices_total - c * per_slice); };
   auto chunk = [&](size_t c) {
-    return domino_buffer_t{static_cast<char*>(data.ptr) + c * per_chunk * element, per_chunk,
-                           data.dtype, -1};
+    return domino_buffer_t{static_cast<char*>(data.ptr) + c * per_slice * local * element,
+                           slice_count(c) * local, data.dtype, -1};
   };
   auto slice = [&](size_t c) {
-    return domino_buffer_t{static_cast<char*>(slices) + c * per_slice * element, per_slice,
+    return domino_buffer_t{static_cast<char*>(slices) + c * per_slice * element, slice_count(c),
                            data.dtype, -1};
   };
   std::vector<std::future<void>> rail(chunks);

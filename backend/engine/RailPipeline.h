@@ -23,10 +23,13 @@ class RailPipeline {
   // 1: not worth a pipeline; chunk_bytes 0: never).
   static size_t chunks_for(size_t bytes, size_t chunk_bytes);
 
-  RailPipeline(Communicator& local, Communicator& rail, int local_size);
+  // rail_thread: where the rail's thread runs (the lane's own placement).
+  RailPipeline(Communicator& local, Communicator& rail, int local_size,
+               const ThreadPlacement& rail_thread);
 
-  // In place over data (host memory, count a multiple of local_size * chunks, op already a sum
-  // for AVG); slices: scratch of count / local_size elements.
+  // In place over data (host memory, count a multiple of local_size, op already a sum for AVG)
+  // in `chunks` chunks of whole slices, the last one shorter where they do not divide; slices:
+  // scratch of count / local_size elements.
   void allreduce(const domino_buffer_t& data, void* slices, size_t chunks, domino_redop_t op);
 
  private:

@@ -30,11 +30,12 @@ class HostMemory : public RoutedComm::Memory {
 }  // namespace
 
 RoutedComm::RoutedComm(const topology::Router& router, int rank, const Factory& make,
-                       std::shared_ptr<Memory> memory)
+                       std::shared_ptr<Memory> memory, ThreadPlacement rail_thread)
     : router_(router),
       rank_(rank),
       size_(static_cast<int>(router.layout().host_of_rank.size())),
-      memory_(memory ? std::move(memory) : std::make_shared<HostMemory>()) {
+      memory_(memory ? std::move(memory) : std::make_shared<HostMemory>()),
+      rail_thread_(std::move(rail_thread)) {
   const topology::GroupLayout& layout = router.layout();
   std::vector<int> everyone(static_cast<size_t>(size_));
   for (int r = 0; r < size_; ++r) everyone[static_cast<size_t>(r)] = r;
@@ -239,8 +240,7 @@ void RoutedComm::allreduce_hierarchical(domino_buffer_t& data, domino_redop_t op
       data.device < 0
           ? RailPipeline::chunks_for(data.count * element, router_.options().rail_chunk_bytes)
           : 1;
-  const size_t unit = local_size * std::max<size_t>(chunks, 1);
-  const size_t padded = (data.count + unit - 1) / unit * unit;
+  const size_t padded = (data.count + local_size - 1) / local_size * local_size;
   const size_t slice = padded / local_size;
   // Reduce-scatter needs equal slices: a message that does not divide goes through a padded
   // copy whose tail nobody reads.
@@ -255,8 +255,8 @@ void RoutedComm::allreduce_hierarchical(domino_buffer_t& data, domino_redop_t op
   const std::shared_ptr<void> part = memory_->allocate(slice * element, data.device);
   if (chunks >= 2) {
     if (!rail_pipeline_) {
-      rail_pipeline_ =
-          std::make_unique<RailPipeline>(*local_, *rail_, static_cast<int>(local_size));
+      rail_pipeline_ = std::make_unique<RailPipeline>(*local_, *rail_, static_cast<int>(local_size),
+                                                      rail_thread_);
     }
     rail_pipeline_->allreduce(whole, part.get(), chunks, op);
   } else {

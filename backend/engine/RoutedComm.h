@@ -43,8 +43,9 @@ class RoutedComm {
   // Buffers are passed by const reference, like the plugin ABI: the struct is the caller's,
   // the memory it points to is written.
   // Builds every communicator this rank needs, in an order every rank shares.
+  // rail_thread: where the hierarchical all-reduce's rail thread runs (the lane's placement).
   RoutedComm(const topology::Router& router, int rank, const Factory& make,
-             std::shared_ptr<Memory> memory = nullptr);
+             std::shared_ptr<Memory> memory = nullptr, ThreadPlacement rail_thread = {});
 
   void allreduce(const domino_buffer_t& send, const domino_buffer_t& recv_buffer,
                  domino_redop_t op);
@@ -106,6 +107,7 @@ class RoutedComm {
   std::shared_ptr<Memory> memory_;
   // After the communicators it drives, so that it goes first.
   std::unique_ptr<RailPipeline> rail_pipeline_;
+  ThreadPlacement rail_thread_;
   std::string last_plan_;
   std::optional<PlanTrial> small_allreduce_trial_;  // groups across hosts, plan not forced
 };

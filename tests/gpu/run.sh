@@ -30,12 +30,20 @@ REHEARSE=0
 LOG_DIR="${OUT:-$ROOT/build}"
 mkdir -p "$LOG_DIR"
 exec > >(tee "$LOG_DIR/gpu-run.log") 2>&1
+TEE_PID=$!
+# The log's last lines must reach the file before the script ends.
+finish() {
+  exec 1>&- 2>&-
+  wait "$TEE_PID" 2>/dev/null
+  exit "$1"
+}
 
 if [ "$REHEARSE" = 1 ]; then
   echo "rehearsal: the offline set-up and build without a GPU; the GPU tests will skip"
+  [ -d "$ROOT/.gpu-debs" ] || { echo "no .gpu-debs/ to rehearse with: run tests/gpu/fetch_debs.sh first"; finish 1; }
 elif ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
   echo "no GPU on this machine: nothing to check"
-  exit 0
+  finish 0
 else
   nvidia-smi -L
 fi
@@ -45,27 +53,28 @@ if [ -d "$ROOT/.gpu-debs" ] && { [ "$REHEARSE" = 1 ] || ! { command -v pkg-confi
   # shellcheck source=tests/gpu/offline_env.sh
   source "$ROOT/tests/gpu/offline_env.sh"
   PY="${GPU_PYTHON:-$(command -v python3)}"
-  "$PY" -c "import torch; print('python', '.'.join(map(str, __import__('sys').version_info[:3])), 'torch', torch.__version__)" || exit 1
+  "$PY" -c "import torch; print('python', '.'.join(map(str, __import__('sys').version_info[:3])), 'torch', torch.__version__)" || finish 1
   # What the build and the tests need and this python lacks, from the wheels brought along.
   need=()
   for module in scikit_build_core:scikit-build-core pytest:pytest numpy:numpy ninja:ninja expecttest:expecttest; do
     "$PY" -c "import ${module%%:*}" 2>/dev/null || need+=("${module##*:}")
   done
+  command -v cmake >/dev/null || need+=(cmake)
   if ((${#need[@]})); then
     echo "installing from .gpu-debs/wheels: ${need[*]}"
-    "$PY" -m pip install -q --no-index --find-links "$ROOT/.gpu-debs/wheels" "${need[@]}" || exit 1
+    "$PY" -m pip install -q --no-index --find-links "$ROOT/.gpu-debs/wheels" "${need[@]}" || finish 1
   fi
   export CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" PATH="$(dirname "$PY"):$PATH"
-  "$PY" -m pip install -q --no-build-isolation --no-deps --config-settings=build-dir=build/gpu "$ROOT" || exit 1
+  "$PY" -m pip install -q --no-build-isolation --no-deps --config-settings=build-dir=build/gpu "$ROOT" || finish 1
   BUILD_DIR="$ROOT/build/gpu"
 else
-  bash "$ROOT/scripts/setup.sh" || exit 1
+  bash "$ROOT/scripts/setup.sh" || finish 1
   PY="$VENV/bin/python"
   BUILD_DIR="$ROOT/build/python"
 fi
 echo "built and installed in $(( $(date +%s) - START )) s"
 if [ "$REHEARSE" = 0 ]; then
-  "$PY" -c "import torch; assert torch.cuda.is_available(), 'torch sees no GPU'; print('torch', torch.__version__, torch.cuda.get_device_name(0))" || exit 1
+  "$PY" -c "import torch; assert torch.cuda.is_available(), 'torch sees no GPU'; print('torch', torch.__version__, torch.cuda.get_device_name(0))" || finish 1
 fi
 status=0
 ctest --test-dir "$BUILD_DIR" -R NcclPlugin --output-on-failure --timeout 120 || status=1
@@ -76,11 +85,12 @@ if [ "$REHEARSE" = 0 ]; then
   # processes on the GPU against Gloo on the same CUDA tensors, and the 4 KiB high-priority
   # all-reduce's latency alone and under 256 MiB low-priority ones.
   BENCH_OUT="${OUT:-$ROOT/bench/results}"
-  timeout 300 "$PY" -m torch_domino.bench --device cuda --worlds 2 4 --backends domino gloo \
+  # Sized to leave the whole call inside the device's 10 minutes after the build and tests.
+  timeout 200 "$PY" -m torch_domino.bench --device cuda --worlds 2 4 --backends domino gloo \
     --ops all_reduce --min-bytes 4K --max-bytes 256M --seconds-per-size 0.1 --repeats 3 \
     --out "$BENCH_OUT" || status=1
-  timeout 150 "$PY" -m torch_domino.bench --suite priority --device cuda --load-bytes 256M \
+  timeout 100 "$PY" -m torch_domino.bench --suite priority --device cuda --load-bytes 256M \
     --samples 500 --loaded-samples 20 --out "$BENCH_OUT" || status=1
 fi
 echo "GPU checks finished in $(( $(date +%s) - START )) s with status $status; log: $LOG_DIR/gpu-run.log"
-exit $status
+finish $status

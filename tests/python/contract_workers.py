@@ -178,21 +178,28 @@ def contract_surface(rank: int, world: int) -> list:
     return failures
 
 
+def _monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
+    """dist.monitored_barrier; before torch 2.14 it refuses every backend but Gloo in Python, so
+    there the group's own monitored_barrier, which it would have called, is called directly."""
+    if tuple(int(x) for x in torch.__version__.split(".")[:2]) >= (2, 14):
+        return dist.monitored_barrier(group, timeout=timeout, wait_all_ranks=wait_all_ranks)
+    return (group or dist.group.WORLD).monitored_barrier(timeout, wait_all_ranks=wait_all_ranks)
+
+
 def monitored(rank: int, world: int) -> dict:
     """monitored_barrier passes when all come, then names whoever stays away."""
     result = {"passed": False, "error": None}
-    dist.monitored_barrier(timeout=datetime.timedelta(seconds=10))
-    dist.monitored_barrier(timeout=datetime.timedelta(seconds=10), wait_all_ranks=True)
+    _monitored_barrier(timeout=datetime.timedelta(seconds=10))
+    _monitored_barrier(timeout=datetime.timedelta(seconds=10), wait_all_ranks=True)
     sub = dist.new_group(list(range(world)))
-    dist.monitored_barrier(sub, timeout=datetime.timedelta(seconds=10))
+    _monitored_barrier(sub, timeout=datetime.timedelta(seconds=10))
     result["passed"] = True
     # Ranks 1 and, in bigger worlds, the last stay away from the next one on the sub-group.
     away = {1, world - 1} if world > 2 else {1}
     if rank not in away:
         start = time.monotonic()
         try:
-            dist.monitored_barrier(sub, timeout=datetime.timedelta(seconds=1),
-                                   wait_all_ranks=True)
+            _monitored_barrier(sub, timeout=datetime.timedelta(seconds=1), wait_all_ranks=True)
         except RuntimeError as error:
             result["error"] = str(error)
             result["seconds"] = time.monotonic() - start

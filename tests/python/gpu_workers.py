@@ -141,8 +141,9 @@ def collectives_on_device(rank: int, world: int) -> dict:
 
 def watchdog_aborts_a_stuck_communicator(rank: int, world: int) -> dict:
     """An all-reduce held behind a kernel that outlasts the group timeout (3 s): the watchdog
-    aborts the group's NCCL communicators, the work and later CUDA collectives raise naming it,
-    CPU collectives of the group still run, and the process lives on to report."""
+    aborts the group's NCCL communicators, later CUDA collectives raise naming it, CPU
+    collectives of the group still run, and the process lives on to report. (The held work's
+    wait() returns before the abort, leaving the caller's stream waiting.)"""
     device = torch.device("cuda", rank % torch.cuda.device_count())
     torch.cuda.set_device(device)
     warm = torch.ones(16, device=device)

@@ -12,13 +12,15 @@ from torch_domino import overlap as ov
 SEQ, BATCH = 6, 5
 
 
-def _close(a: torch.Tensor, b: torch.Tensor, tol: float = 2e-4) -> tuple[bool, float]:
+def _close(a: torch.Tensor, b: torch.Tensor, tol: float = 2e-4,
+           floor: float = 1.0) -> tuple[bool, float]:
     err = (a - b).abs().max().item() if a.numel() else 0.0
-    scale = max(b.abs().max().item(), 1.0) if b.numel() else 1.0
+    scale = max(b.abs().max().item(), floor) if b.numel() else 1.0
     return err <= tol * scale, err
 
 
-def _compare(model, reference_fn, state: dict, x: torch.Tensor, tol: float = 2e-4) -> dict:
+def _compare(model, reference_fn, state: dict, x: torch.Tensor, tol: float = 2e-4,
+             floor: float = 1.0) -> dict:
     """Forward, then backward of a random projection of the output; compares output, input
     gradient and every parameter gradient (as this rank's shard of the reference's)."""
     xs = x.detach().clone().to(next(model.parameters()).dtype).requires_grad_()
@@ -39,10 +41,10 @@ def _compare(model, reference_fn, state: dict, x: torch.Tensor, tol: float = 2e-
         if got is None or got.shape != want.shape:
             report.update(ok=False, worst=f"{name}: missing or shape {None if got is None else tuple(got.shape)}")
             return report
-        ok, err = _close(got.float(), want.float(), tol)
+        ok, err = _close(got.float(), want.float(), tol, floor)
         if not ok:
             report["ok"] = False
-            scale = max(want.abs().max().item(), 1.0) if want.numel() else 1.0
+            scale = max(want.abs().max().item(), floor) if want.numel() else 1.0
             report.setdefault("failed", []).append(f"{name} {err:.2e} of scale {scale:.2e}")
         if err >= worst:
             worst = err
@@ -304,7 +306,7 @@ def numerics_bf16(rank: int, world: int, configs: list, device_type: str) -> lis
         model.to(torch.bfloat16)
         gpu_state = {k: v.to(device) for k, v in state.items()}
         report = _compare(model, lambda s, x: ref.transformer(cfg, s, x), gpu_state,
-                          _input(cfg).to(device), tol=BF16_TOLERANCE)
+                          _input(cfg).to(device), tol=BF16_TOLERANCE, floor=1e-12)
         report["config"] = cfg
         results.append(report)
     return results
