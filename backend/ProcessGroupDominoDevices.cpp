@@ -257,6 +257,7 @@ RoutedComm& ProcessGroupDomino::device_communicator(int lane, c10::Device device
     options.forced_plan =
         layout_.single_host() ? topology::PlanKind::kFlatIntra : topology::PlanKind::kFlatInter;
   }
+  options.rail_chunk_bytes = 0;  // stream-ordered steps: NCCL pipelines within each
   slot->router = std::make_unique<topology::Router>(layout_, router_->costs(), options);
   void* native = device_runtime_->native_handle(stream);
   Communicator* root = nullptr;

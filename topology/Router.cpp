@@ -135,8 +135,12 @@ double Router::predict(PlanKind kind, Collective op, double n, std::string* algo
     return (hosts - 1) * (alpha + n * beta * local) + intra_part(local, n * hosts * local);
   }
   if (kind == PlanKind::kHierarchical) {
-    const double cross = inter_allreduce(hosts, n / local, local, algorithm);
-    return intra_part(local, n) + cross + intra_part(local, n);
+    const double chunks = static_cast<double>(rail_chunks(static_cast<size_t>(n)));
+    const double cross = inter_allreduce(hosts, n / local / chunks, local, algorithm) * chunks;
+    const double in_host = 2 * intra_part(local, n / chunks) * chunks;
+    if (chunks < 2) return in_host + cross;
+    // A pipeline runs at its slower stage; the faster one shows only in filling and draining.
+    return std::max(in_host, cross) + std::min(in_host, cross) / chunks;
   }
   if (kind == PlanKind::kLeader && op == Collective::kBroadcast) {
     // Inside the root's host, a tree among the hosts' first ranks, inside every other host.
@@ -197,11 +201,19 @@ std::vector<Plan> Router::candidates(Collective op, size_t bytes) const {
     Plan plan;
     plan.kind = kind;
     plan.predicted_us = 1e6 * predict(kind, op, static_cast<double>(bytes), &plan.inter_algorithm);
+    if (kind == PlanKind::kHierarchical && op == Collective::kAllReduce) {
+      plan.chunks = rail_chunks(bytes);
+    }
     plans.push_back(plan);
   }
   std::stable_sort(plans.begin(), plans.end(),
                    [](const Plan& a, const Plan& b) { return a.predicted_us < b.predicted_us; });
   return plans;
+}
+
+size_t Router::rail_chunks(size_t bytes) const {
+  if (options_.rail_chunk_bytes == 0) return 1;
+  return std::clamp<size_t>(bytes / options_.rail_chunk_bytes, 1, kMaxRailChunks);
 }
 
 Plan Router::choose(Collective op, size_t bytes) const {

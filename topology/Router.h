@@ -46,6 +46,8 @@ const std::vector<Collective>& all_collectives();
 struct Plan {
   PlanKind kind = PlanKind::kFlatIntra;
   std::string inter_algorithm;  // the inter-host all-reduce step's algorithm, if it has one
+  // Chunks a hierarchical all-reduce is pipelined in (rail_chunks); 1 for every other plan.
+  size_t chunks = 1;
   double predicted_us = 0;
   bool forced = false;
 };
@@ -69,6 +71,11 @@ class Router {
   Plan choose(Collective op, size_t bytes) const;
   // Every feasible plan with its predicted time, cheapest first.
   std::vector<Plan> candidates(Collective op, size_t bytes) const;
+
+  // How many chunks a hierarchical all-reduce of bytes goes in: about rail_chunk_bytes each,
+  // at most kMaxRailChunks; 1 when that is fewer than 2 (one piece).
+  static constexpr size_t kMaxRailChunks = 16;
+  size_t rail_chunks(size_t bytes) const;
 
   // Inter-host all-reduces of at most this many bytes use recursive doubling (where the model
   // says its fewer rounds beat moving less data); above it Rabenseifner or ring.

@@ -8,10 +8,6 @@
 
 namespace domino {
 
-size_t RailPipeline::chunks_for(size_t bytes, size_t chunk_bytes) {
-  return chunk_bytes == 0 ? 0 : std::min(kMaxChunks, bytes / chunk_bytes);
-}
-
 RailPipeline::RailPipeline(Communicator& local, Communicator& rail, int local_size,
                            const ThreadPlacement& rail_thread)
     : local_(local),

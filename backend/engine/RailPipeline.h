@@ -18,11 +18,6 @@ namespace domino {
 
 class RailPipeline {
  public:
-  static constexpr size_t kMaxChunks = 16;
-  // How many chunks of about chunk_bytes a message of bytes goes in (at most kMaxChunks; 0 or
-  // 1: not worth a pipeline; chunk_bytes 0: never).
-  static size_t chunks_for(size_t bytes, size_t chunk_bytes);
-
   // rail_thread: where the rail's thread runs (the lane's own placement).
   RailPipeline(Communicator& local, Communicator& rail, int local_size,
                const ThreadPlacement& rail_thread);

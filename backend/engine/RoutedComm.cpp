@@ -234,12 +234,9 @@ void RoutedComm::allreduce_hierarchical(domino_buffer_t& data, domino_redop_t op
   }
   const size_t local_size = router_.layout().host_ranks.front().size();
   const size_t element = dtype_size(data.dtype);
-  // Host memory goes in a pipeline of chunks (RailPipeline.h); device communicators are
-  // stream-ordered, and NCCL pipelines within each step itself.
-  const size_t chunks =
-      data.device < 0
-          ? RailPipeline::chunks_for(data.count * element, router_.options().rail_chunk_bytes)
-          : 1;
+  // Host memory goes in the router's pipeline of chunks (RailPipeline.h); device routers ask
+  // for none: their communicators are stream-ordered, and NCCL pipelines within each step.
+  const size_t chunks = data.device < 0 ? router_.rail_chunks(data.count * element) : 1;
   const size_t padded = (data.count + local_size - 1) / local_size * local_size;
   const size_t slice = padded / local_size;
   // Reduce-scatter needs equal slices: a message that does not divide goes through a padded

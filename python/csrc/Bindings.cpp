@@ -78,6 +78,7 @@ py::dict routing_dict(const domino::ProcessGroupDomino& pg, const std::vector<si
       entry["bytes"] = bytes;
       entry["plan"] = topo::plan_name(chosen.kind);
       entry["algorithm"] = chosen.inter_algorithm;
+      entry["chunks"] = chosen.chunks;
       entry["predicted_us"] = chosen.predicted_us;
       entry["forced"] = chosen.forced;
       py::dict alternatives;
