@@ -43,12 +43,16 @@ if ! "$VENV/bin/python" -m pip install --no-build-isolation --no-deps \
   echo "the build against torch $VERSION failed; the whole log is $log" >&2
   exit 1
 fi
-printf '%s build steps, %s warnings\n' "$(grep -cE '^\[[0-9]+/[0-9]+\]' "$log" || true)" \
+printf '%s build steps, %s warnings\n' "$(grep -cE '^\s*\[[0-9]+/[0-9]+\]' "$log" || true)" \
   "$(grep -c 'warning:' "$log" || true)"
 "$VENV/bin/python" -c "import torch, torch_domino; print('torch_domino imports under torch', torch.__version__)"
 
 step "GoogleTest ($BUILD)"
-ctest --test-dir "$BUILD" --timeout 300 -j "$(nproc)" | tail -3
+ctest --test-dir "$BUILD" --timeout 300 -j "$(nproc)" >"$VENV/ctest.log" 2>&1 || {
+  tail -30 "$VENV/ctest.log"
+  exit 1
+}
+grep "tests passed" "$VENV/ctest.log"
 
 step "pytest: the backend's surface, contract and layers"
 "$VENV/bin/python" -m pytest -p no:cacheprovider -q -x \
