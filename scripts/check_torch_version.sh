@@ -37,7 +37,7 @@ step "build and install ($BUILD)"
 export CCACHE_BASEDIR="$ROOT" PATH="$VENV/bin:$PATH"
 export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
 log="$VENV/build.log"
-if ! "$VENV/bin/python" -m pip install --no-build-isolation --no-deps \
+if ! "$VENV/bin/python" -m pip install -v --no-build-isolation --no-deps \
     --config-settings=build-dir="$BUILD" --config-settings=build.verbose=true . >"$log" 2>&1; then
   grep -E "error:|FAILED" "$log" | head -40 || true
   echo "the build against torch $VERSION failed; the whole log is $log" >&2
