@@ -132,7 +132,11 @@ double Router::predict(PlanKind kind, Collective op, double n, std::string* algo
     // All-gather and reduce-scatter: a ring among the hosts on each rail (n, one rank's block,
     // per step, `local` rails sharing a link), and the host step over H blocks per rank.
     *algorithm = "ring";
-    return (hosts - 1) * (alpha + n * beta * local) + intra_part(local, n * hosts * local);
+    const double chunks = static_cast<double>(rail_chunks(static_cast<size_t>(n) * p));
+    const double cross = (hosts - 1) * (alpha + n / chunks * beta * local) * chunks;
+    const double in_host = intra_part(local, n / chunks * hosts * local) * chunks;
+    if (chunks < 2) return cross + in_host;
+    return std::max(in_host, cross) + std::min(in_host, cross) / chunks;
   }
   if (kind == PlanKind::kHierarchical) {
     const double chunks = static_cast<double>(rail_chunks(static_cast<size_t>(n)));
@@ -201,8 +205,10 @@ std::vector<Plan> Router::candidates(Collective op, size_t bytes) const {
     Plan plan;
     plan.kind = kind;
     plan.predicted_us = 1e6 * predict(kind, op, static_cast<double>(bytes), &plan.inter_algorithm);
-    if (kind == PlanKind::kHierarchical && op == Collective::kAllReduce) {
-      plan.chunks = rail_chunks(bytes);
+    if (kind == PlanKind::kHierarchical) {
+      // All-gather and reduce-scatter: bytes is one rank's block; the pipeline cuts them all.
+      plan.chunks =
+          rail_chunks(op == Collective::kAllReduce ? bytes : bytes * layout_.host_of_rank.size());
     }
     plans.push_back(plan);
   }

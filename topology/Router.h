@@ -46,7 +46,7 @@ const std::vector<Collective>& all_collectives();
 struct Plan {
   PlanKind kind = PlanKind::kFlatIntra;
   std::string inter_algorithm;  // the inter-host all-reduce step's algorithm, if it has one
-  // Chunks a hierarchical all-reduce is pipelined in (rail_chunks); 1 for every other plan.
+  // Chunks a hierarchical plan is pipelined in (rail_chunks); 1 for every other plan.
   size_t chunks = 1;
   double predicted_us = 0;
   bool forced = false;
@@ -72,8 +72,9 @@ class Router {
   // Every feasible plan with its predicted time, cheapest first.
   std::vector<Plan> candidates(Collective op, size_t bytes) const;
 
-  // How many chunks a hierarchical all-reduce of bytes goes in: about rail_chunk_bytes each,
-  // at most kMaxRailChunks; 1 when that is fewer than 2 (one piece).
+  // How many chunks a hierarchical plan over a message of bytes goes in (the all-reduce's input,
+  // the all-gather's output, the reduce-scatter's input): about rail_chunk_bytes each, at most
+  // kMaxRailChunks; 1 when that is fewer than 2 (one piece).
   static constexpr size_t kMaxRailChunks = 16;
   size_t rail_chunks(size_t bytes) const;
 

@@ -1,13 +1,14 @@
-// The split-rail all-reduce in a pipeline (host memory): the message goes in chunks, each through
-// the three steps (reduce-scatter inside the host, all-reduce of this rank's slice along the
-// rail, all-gather inside the host). The rail's steps run in order on a thread of their own, so
-// while the link carries chunk c, the calling thread reduce-scatters chunk c+1 and all-gathers
-// chunk c-1 through shared memory, and the link never waits for the host steps. Every rank
-// issues the same steps in the same order on each communicator. Torch-free.
+// The split-rail plans in a pipeline (host memory): the message goes in chunks, each through a
+// step inside the host, a step along the rail, and another inside the host (either host step may
+// be empty). The rail's steps run in order on a thread of their own, so while the link carries
+// chunk c, the calling thread does chunk c+1's first host step and chunk c-1's last through
+// shared memory, and the link never waits for the host. Every rank issues the same steps in the
+// same order on each communicator, whatever the timing. Torch-free.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
+#include <functional>
 #include <future>
 #include <memory>
 
@@ -19,20 +20,19 @@ namespace domino {
 class RailPipeline {
  public:
   // rail_thread: where the rail's thread runs (the lane's own placement).
-  RailPipeline(Communicator& local, Communicator& rail, int local_size,
-               const ThreadPlacement& rail_thread);
+  RailPipeline(Communicator& rail, const ThreadPlacement& rail_thread);
 
-  // In place over data (host memory, count a multiple of local_size, op already a sum for AVG)
-  // in `chunks` chunks of whole slices, the last one shorter where they do not divide; slices:
-  // scratch of count / local_size elements.
-  void allreduce(const domino_buffer_t& data, void* slices, size_t chunks, domino_redop_t op);
+  using HostStep = std::function<void(size_t chunk)>;
+  using RailStep = std::function<void(size_t chunk, Communicator& rail)>;
+  // Runs before(c), rail(c), after(c) for every chunk c < chunks, overlapped as above. Returns
+  // once every step has run; the first error thrown by any step is rethrown, after every rail
+  // step already started has finished (the steps' buffers outlive them) and the rest skipped.
+  void run(size_t chunks, const HostStep& before, const RailStep& rail, const HostStep& after);
 
  private:
-  std::future<void> post_rail(const domino_buffer_t& slice, domino_redop_t op);
+  std::future<void> post(size_t chunk, const RailStep& rail);
 
-  Communicator& local_;
   Communicator& rail_;
-  int local_size_;
   // Set once a rail step failed or the caller gave up: later rail steps are skipped, not run.
   std::shared_ptr<std::atomic<bool>> failed_ = std::make_shared<std::atomic<bool>>(false);
   ProgressLane rail_thread_;

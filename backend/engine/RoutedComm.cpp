@@ -161,62 +161,6 @@ void RoutedComm::run_two_level(const char* op, PlanKind kind, Steps&& steps) {
   }
 }
 
-void RoutedComm::permute_blocks(char* group_order, char* host_order, size_t block_bytes,
-                                bool to_host_order, int device) {
-  if (block_bytes == 0) return;
-  const topology::GroupLayout& layout = router_.layout();
-  const size_t hosts = layout.host_ranks.size();
-  for (size_t h = 0; h < hosts; ++h) {
-    const std::vector<int>& ranks = layout.host_ranks[h];
-    for (size_t l = 0; l < ranks.size(); ++l) {
-      char* in_group = group_order + static_cast<size_t>(ranks[l]) * block_bytes;
-      char* in_host = host_order + (l * hosts + h) * block_bytes;
-      memory_->copy(to_host_order ? in_host : in_group, to_host_order ? in_group : in_host,
-                    block_bytes, device);
-    }
-  }
-}
-
-void RoutedComm::allgather_hierarchical(const domino_buffer_t& send, domino_buffer_t recv) {
-  if (!local_) {  // one rank per host: the rail is the whole group, in group-rank order
-    rail_->allgather(send, recv);
-    return;
-  }
-  const topology::GroupLayout& layout = router_.layout();
-  const size_t hosts = layout.host_ranks.size(), local = layout.host_ranks.front().size();
-  const size_t block = send.count * dtype_size(send.dtype);
-  const std::shared_ptr<void> rail_part = memory_->allocate(hosts * block, recv.device);
-  domino_buffer_t rail_blocks{rail_part.get(), hosts * send.count, send.dtype, recv.device};
-  rail_->allgather(send, rail_blocks);
-  const std::shared_ptr<void> host_part = memory_->allocate(local * hosts * block, recv.device);
-  domino_buffer_t host_blocks{host_part.get(), local * hosts * send.count, send.dtype, recv.device};
-  local_->allgather(rail_blocks, host_blocks);
-  permute_blocks(static_cast<char*>(recv.ptr), static_cast<char*>(host_part.get()), block, false,
-                 recv.device);
-}
-
-void RoutedComm::reduce_scatter_hierarchical(const domino_buffer_t& send, domino_buffer_t recv,
-                                             domino_redop_t op) {
-  if (!local_) {
-    rail_->reduce_scatter(send, recv, op);
-    return;
-  }
-  const topology::GroupLayout& layout = router_.layout();
-  const size_t hosts = layout.host_ranks.size(), local = layout.host_ranks.front().size();
-  const size_t block = recv.count * dtype_size(recv.dtype);
-  // AVG is a sum until the end: the steps would divide by their own sizes.
-  const domino_redop_t step_op = op == DOMINO_AVG ? DOMINO_SUM : op;
-  const std::shared_ptr<void> ordered = memory_->allocate(local * hosts * block, recv.device);
-  permute_blocks(static_cast<char*>(send.ptr), static_cast<char*>(ordered.get()), block, true,
-                 recv.device);
-  const std::shared_ptr<void> host_sums = memory_->allocate(hosts * block, recv.device);
-  domino_buffer_t host_blocks{host_sums.get(), hosts * recv.count, recv.dtype, recv.device};
-  local_->reduce_scatter({ordered.get(), local * hosts * recv.count, recv.dtype, recv.device},
-                         host_blocks, step_op);
-  rail_->reduce_scatter(host_blocks, recv, step_op);
-  if (op == DOMINO_AVG) memory_->divide(recv, size_);
-}
-
 void RoutedComm::broadcast_leader(domino_buffer_t buffer, int root) {
   const topology::GroupLayout& layout = router_.layout();
   const int root_host = layout.host_of_rank[static_cast<size_t>(root)];
@@ -225,46 +169,6 @@ void RoutedComm::broadcast_leader(domino_buffer_t buffer, int root) {
   // Hosts are numbered by their first rank, so host h's first rank is leader h.
   if (leaders_) leaders_->broadcast(buffer, root_host);
   if (!root_side && local_) local_->broadcast(buffer, 0);
-}
-
-void RoutedComm::allreduce_hierarchical(domino_buffer_t& data, domino_redop_t op) {
-  if (!local_) {
-    rail_->allreduce(data, data, op);
-    return;
-  }
-  const size_t local_size = router_.layout().host_ranks.front().size();
-  const size_t element = dtype_size(data.dtype);
-  // Host memory goes in the router's pipeline of chunks (RailPipeline.h); device routers ask
-  // for none: their communicators are stream-ordered, and NCCL pipelines within each step.
-  const size_t chunks = data.device < 0 ? router_.rail_chunks(data.count * element) : 1;
-  const size_t padded = (data.count + local_size - 1) / local_size * local_size;
-  const size_t slice = padded / local_size;
-  // Reduce-scatter needs equal slices: a message that does not divide goes through a padded
-  // copy whose tail nobody reads.
-  std::shared_ptr<void> padded_copy;
-  domino_buffer_t whole = data;
-  if (padded != data.count) {
-    padded_copy = memory_->allocate(padded * element, data.device);
-    if (data.count > 0)
-      memory_->copy(padded_copy.get(), data.ptr, data.count * element, data.device);
-    whole = {padded_copy.get(), padded, data.dtype, data.device};
-  }
-  const std::shared_ptr<void> part = memory_->allocate(slice * element, data.device);
-  if (chunks >= 2) {
-    if (!rail_pipeline_) {
-      rail_pipeline_ = std::make_unique<RailPipeline>(*local_, *rail_, static_cast<int>(local_size),
-                                                      rail_thread_);
-    }
-    rail_pipeline_->allreduce(whole, part.get(), chunks, op);
-  } else {
-    domino_buffer_t mine{part.get(), slice, data.dtype, data.device};
-    local_->reduce_scatter(whole, mine, op);
-    rail_->allreduce(mine, mine, op);
-    local_->allgather(mine, whole);
-  }
-  if (padded_copy && data.count > 0) {
-    memory_->copy(data.ptr, padded_copy.get(), data.count * element, data.device);
-  }
 }
 
 void RoutedComm::allreduce_leader(domino_buffer_t& data, domino_redop_t op) {

@@ -91,10 +91,14 @@ class RoutedComm {
   void reduce_scatter_hierarchical(const domino_buffer_t& send, domino_buffer_t recv,
                                    domino_redop_t op);
   void broadcast_leader(domino_buffer_t buffer, int root);
-  // Copies the block of every (local rank, host) pair between a buffer in group-rank order and
-  // one in [local rank][host] order, the order the host step's blocks come in.
-  void permute_blocks(char* group_order, char* host_order, size_t block_bytes, bool to_host_order,
-                      int device);
+  // Copies the block of every (local rank, host) pair between a buffer in group-rank order
+  // (rank r's block at r * group_stride) and one in [local rank][host] order, the order the host
+  // step's blocks come in.
+  void permute_blocks(char* group_order, size_t group_stride, char* host_order, size_t block_bytes,
+                      bool to_host_order, int device);
+  // Chunks the router gives a two-level plan of bytes in this memory (1: one piece).
+  size_t pipeline_chunks(size_t bytes, int device) const;
+  RailPipeline& rail_pipeline();
 
   const topology::Router& router_;
   int rank_;

@@ -44,7 +44,7 @@ MODES = {
 }
 LARGE = ["auto (router)", "hierarchical", "hierarchical, one piece", "leader", "flat ring", "gloo"]
 SMALL = ["auto (router)", "hierarchical", "leader", "flat"]
-GATHER = ["auto (router)", "hierarchical", "flat", "gloo"]
+GATHER = ["auto (router)", "hierarchical", "hierarchical, one piece", "flat", "gloo"]
 CONTIGUOUS, INTERLEAVED = (0, 0, 1, 1), (0, 1, 0, 1)
 
 
@@ -212,9 +212,12 @@ def write(rows: list[dict], args) -> None:
     gather = {r["mode"]: r for r in rows if r["part"] == "all_gather 16 MiB"}
     if gather:
         lines += ["", "all_gather_into_tensor, 16 MiB gathered (4 MiB per rank):", "",
-                  "| plan | time (ms) | on the link (MiB) |", "|---|---:|---:|"]
+                  "| plan | time (ms) | on the link (MiB) | the link's time for those bytes (ms) | time / link time |",
+                  "|---|---:|---:|---:|---:|"]
         for name, r in gather.items():
-            lines.append(f"| {name} | {r['median_us'] / 1e3:.1f} | {r['wire_bytes'] / 2**20:.1f} |")
+            link_ms = r["wire_bytes"] / 2 / (args.mbit * 1e6 / 8) * 1e3
+            lines.append(f"| {name} | {r['median_us'] / 1e3:.1f} | {r['wire_bytes'] / 2**20:.1f} | "
+                         f"{link_ms:.1f} | {r['median_us'] / 1e3 / link_ms:.2f}x |")
     lines += ["", f"Messages of 4 KiB or less, latency (us, median of {args.small_repeats} repeats of 200 calls):", "",
               "| bytes | " + " | ".join(SMALL) + " | auto vs best forced |", "|---:|" + "---:|" * (len(SMALL) + 1)]
     for size in sorted({r["bytes"] for r in rows if r["part"] == "small"}):

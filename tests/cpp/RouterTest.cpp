@@ -30,7 +30,10 @@ TEST(Router, HierarchicalAllReducesArePipelinedInChunksTheReportShows) {
   EXPECT_EQ(router.rail_chunks(size_t{1} << 30), Router::kMaxRailChunks);
   const Plan pipelined = router.choose(Collective::kAllReduce, 16u << 20);
   EXPECT_EQ(pipelined.chunks, 8u);
-  EXPECT_EQ(router.choose(Collective::kAllGather, 16u << 20).chunks, 1u);
+  // All-gather and reduce-scatter take one rank's block: 4 MiB among 4 ranks is 16 MiB in all.
+  EXPECT_EQ(router.choose(Collective::kAllGather, 4u << 20).chunks, 8u);
+  EXPECT_EQ(router.choose(Collective::kReduceScatter, 4u << 20).chunks, 8u);
+  EXPECT_EQ(router.choose(Collective::kBroadcast, 16u << 20).chunks, 1u);
   RouterOptions one_piece = forced;
   one_piece.rail_chunk_bytes = 0;
   const Router unpipelined(kTwoByTwo, CostModel{}, one_piece);
