@@ -218,7 +218,10 @@ std::vector<Plan> Router::candidates(Collective op, size_t bytes) const {
 }
 
 size_t Router::rail_chunks(size_t bytes) const {
-  if (options_.rail_chunk_bytes == 0) return 1;
+  // One rank per host: the rail is the whole group and the plan one step, nothing to overlap.
+  const bool alone = std::all_of(layout_.host_ranks.begin(), layout_.host_ranks.end(),
+                                 [](const auto& ranks) { return ranks.size() <= 1; });
+  if (options_.rail_chunk_bytes == 0 || alone) return 1;
   return std::clamp<size_t>(bytes / options_.rail_chunk_bytes, 1, kMaxRailChunks);
 }
 

@@ -55,9 +55,9 @@ struct Plan {
 struct RouterOptions {
   std::optional<PlanKind> forced_plan;  // DOMINO_ALGO=flat|hierarchical|leader
   std::string forced_inter_algorithm;   // DOMINO_ALGO=ring|recursive_doubling|rabenseifner
-  // Hierarchical all-reduces in host memory go through their three steps in chunks of about
-  // this many bytes, pipelined so the link never waits for the host steps; 0: in one piece
-  // (DOMINO_RAIL_CHUNK_BYTES).
+  // Hierarchical all-reduces, all-gathers and reduce-scatters in host memory go through their
+  // steps in chunks of about this many bytes of the whole message, pipelined so the link never
+  // waits for the host steps; 0: in one piece (DOMINO_RAIL_CHUNK_BYTES).
   size_t rail_chunk_bytes = size_t{2} << 20;
 };
 

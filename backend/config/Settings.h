@@ -31,7 +31,7 @@ struct Settings {
   Priority priority = Priority::kNormal;
   uint64_t chunk_bytes = 0;  // 0: transport default
   uint64_t shm_bytes = 0;    // 0: transport default
-  // DOMINO_RAIL_CHUNK_BYTES: chunks of the hierarchical all-reduce's pipeline; 0: no pipeline.
+  // DOMINO_RAIL_CHUNK_BYTES: chunks of the hierarchical plans' pipeline; 0: no pipeline.
   uint64_t rail_chunk_bytes = topology::RouterOptions{}.rail_chunk_bytes;
   bool single_copy = true;  // large messages read straight from peer processes where permitted
   std::string topology_file;

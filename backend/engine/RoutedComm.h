@@ -43,7 +43,7 @@ class RoutedComm {
   // Buffers are passed by const reference, like the plugin ABI: the struct is the caller's,
   // the memory it points to is written.
   // Builds every communicator this rank needs, in an order every rank shares.
-  // rail_thread: where the hierarchical all-reduce's rail thread runs (the lane's placement).
+  // rail_thread: where the hierarchical plans' rail thread runs (the lane's placement).
   RoutedComm(const topology::Router& router, int rank, const Factory& make,
              std::shared_ptr<Memory> memory = nullptr, ThreadPlacement rail_thread = {});
 

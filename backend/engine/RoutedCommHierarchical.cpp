@@ -14,8 +14,9 @@ namespace {
 // A message of `count` elements cut into at most `chunks` pieces of `per` elements each, the
 // last one shorter.
 struct Cut {
-  Cut(size_t count, size_t chunks)
-      : per(std::max<size_t>(1, (count + chunks - 1) / std::max<size_t>(chunks, 1))),
+  Cut(size_t count, size_t chunks_wanted)
+      : per(std::max<size_t>(1, (count + std::max<size_t>(chunks_wanted, 1) - 1) /
+                                    std::max<size_t>(chunks_wanted, 1))),
         chunks(count == 0 ? 0 : (count + per - 1) / per),
         count(count) {}
   size_t size(size_t c) const { return std::min(per, count - c * per); }

@@ -88,12 +88,12 @@ def _print_routing(routing: dict) -> None:
     if routing["measured_up_to_bytes"]:
         print(f"all-reduces up to {_size(routing['measured_up_to_bytes'])} across hosts: "
               "plan measured on the group's first calls (DOMINO_LOG=info)")
-    print(f"{'op':<15}{'size':>9}  {'plan':<13}{'algorithm':<20}{'predicted':>12}  alternatives")
+    print(f"{'op':<15}{'size':>9}  {'plan':<13}{'algorithm':<24}{'predicted':>12}  alternatives")
     for p in routing["plans"]:
         others = ", ".join(f"{k} {v:.0f} us" for k, v in p["alternatives_us"].items() if k != p["plan"])
         chunks = f" x{p['chunks']}" if p["chunks"] > 1 else ""
         print(f"{p['op']:<15}{_size(p['bytes']):>9}  {p['plan'] + ('*' if p['forced'] else ''):<13}"
-              f"{(p['algorithm'] or '-') + chunks:<20}{p['predicted_us']:>9.1f} us  {others}")
+              f"{(p['algorithm'] or '-') + chunks:<24}{p['predicted_us']:>9.1f} us  {others}")
 
 
 def main(argv=None) -> int:

@@ -34,6 +34,10 @@ TEST(Router, HierarchicalAllReducesArePipelinedInChunksTheReportShows) {
   EXPECT_EQ(router.choose(Collective::kAllGather, 4u << 20).chunks, 8u);
   EXPECT_EQ(router.choose(Collective::kReduceScatter, 4u << 20).chunks, 8u);
   EXPECT_EQ(router.choose(Collective::kBroadcast, 16u << 20).chunks, 1u);
+  // One rank per host: the rail is the whole group, one step with nothing to overlap.
+  const Router alone(hosts_of({"a", "b", "c"}), CostModel{}, forced);
+  EXPECT_EQ(alone.rail_chunks(16u << 20), 1u);
+  EXPECT_EQ(alone.choose(Collective::kAllReduce, 16u << 20).chunks, 1u);
   RouterOptions one_piece = forced;
   one_piece.rail_chunk_bytes = 0;
   const Router unpipelined(kTwoByTwo, CostModel{}, one_piece);
