@@ -66,6 +66,8 @@ Router::Router(GroupLayout layout, CostModel costs, RouterOptions options)
   // Where the inter-host all-reduce (which runs among the hosts) leaves recursive doubling.
   inter_small_bytes_ = recursive_doubling_limit(
       std::max<int>(2, static_cast<int>(layout_.hosts.size())), costs_.inter);
+  one_rank_per_host_ = std::all_of(layout_.host_ranks.begin(), layout_.host_ranks.end(),
+                                   [](const auto& ranks) { return ranks.size() <= 1; });
   std::vector<int> leaving(layout_.hosts.size(), 0);
   const size_t p = layout_.host_of_rank.size();
   for (size_t r = 0; p > 1 && r < p; ++r) {
@@ -218,10 +220,7 @@ std::vector<Plan> Router::candidates(Collective op, size_t bytes) const {
 }
 
 size_t Router::rail_chunks(size_t bytes) const {
-  // One rank per host: the rail is the whole group and the plan one step, nothing to overlap.
-  const bool alone = std::all_of(layout_.host_ranks.begin(), layout_.host_ranks.end(),
-                                 [](const auto& ranks) { return ranks.size() <= 1; });
-  if (options_.rail_chunk_bytes == 0 || alone) return 1;
+  if (options_.rail_chunk_bytes == 0 || one_rank_per_host_) return 1;
   return std::clamp<size_t>(bytes / options_.rail_chunk_bytes, 1, kMaxRailChunks);
 }
 

@@ -103,6 +103,8 @@ class Router {
   // one host, i.e. how many of their flows share that host's link (1 with host-contiguous
   // ranks, up to the local size when ranks alternate between hosts).
   int ring_flows_ = 1;
+  // Every host has one rank: the split-rail plans are a single rail step, nothing to pipeline.
+  bool one_rank_per_host_ = false;
 };
 
 }  // namespace domino::topology

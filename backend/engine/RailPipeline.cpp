@@ -1,5 +1,6 @@
 #include "RailPipeline.h"
 
+#include <memory>
 #include <vector>
 
 #include "plugins/common/TransportError.h"
@@ -13,15 +14,15 @@ std::future<void> RailPipeline::post(size_t chunk, const RailStep& rail) {
   auto done = std::make_shared<std::promise<void>>();
   std::future<void> result = done->get_future();
   // rail is the caller's; run() does not return before this job has finished or been skipped.
-  rail_thread_.submit([this, chunk, &rail, done, failed = failed_] {
+  rail_thread_.submit([this, chunk, &rail, done] {
     try {
-      if (failed->load()) {
+      if (failed_.load()) {
         throw TransportError(DOMINO_ERR_PEER, "skipped: an earlier step of this collective failed");
       }
       rail(chunk, rail_);
       done->set_value();
     } catch (...) {
-      failed->store(true);
+      failed_.store(true);
       done->set_exception(std::current_exception());
     }
   });
@@ -30,7 +31,7 @@ std::future<void> RailPipeline::post(size_t chunk, const RailStep& rail) {
 
 void RailPipeline::run(size_t chunks, const HostStep& before, const RailStep& rail,
                        const HostStep& after) {
-  failed_->store(false);
+  failed_.store(false);
   std::vector<std::future<void>> posted(chunks);
   // The rail thread reads and writes the steps' buffers: whatever happens here, it must be done
   // with them before they go. Steps not yet started are skipped.
@@ -44,7 +45,7 @@ void RailPipeline::run(size_t chunks, const HostStep& before, const RailStep& ra
         f.wait();
       }
     }
-  } drain{posted, *failed_};
+  } drain{posted, failed_};
   for (size_t c = 0; c < chunks; ++c) {
     before(c);
     posted[c] = post(c, rail);

@@ -10,7 +10,6 @@
 #include <cstddef>
 #include <functional>
 #include <future>
-#include <memory>
 
 #include "ProgressLane.h"
 #include "plugins/registry/Communicator.h"
@@ -34,7 +33,7 @@ class RailPipeline {
 
   Communicator& rail_;
   // Set once a rail step failed or the caller gave up: later rail steps are skipped, not run.
-  std::shared_ptr<std::atomic<bool>> failed_ = std::make_shared<std::atomic<bool>>(false);
+  std::atomic<bool> failed_{false};
   ProgressLane rail_thread_;
 };
 

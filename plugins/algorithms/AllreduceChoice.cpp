@@ -44,6 +44,13 @@ AllreduceAlgorithm auto_allreduce_algorithm(size_t bytes, int ranks, size_t smal
   return from_name(topology::auto_links_allreduce(bytes, ranks, small_message_bytes));
 }
 
+AllreduceAlgorithm resolve_allreduce_algorithm(AllreduceAlgorithm forced, size_t bytes, int ranks,
+                                               size_t small_message_bytes) {
+  return forced != AllreduceAlgorithm::kAuto
+             ? forced
+             : auto_allreduce_algorithm(bytes, ranks, small_message_bytes);
+}
+
 void run_allreduce(PeerLinks& links, AllreduceAlgorithm algorithm, void* data, size_t count,
                    int dtype, int op) {
   const auto d = static_cast<domino_dtype_t>(dtype);

@@ -17,6 +17,10 @@ const char* allreduce_algorithm_name(AllreduceAlgorithm algorithm);
 // The algorithm kAuto picks for `bytes` among `ranks`, given the small-message threshold.
 AllreduceAlgorithm auto_allreduce_algorithm(size_t bytes, int ranks, size_t small_message_bytes);
 
+// forced unless it is kAuto, else the size rule.
+AllreduceAlgorithm resolve_allreduce_algorithm(AllreduceAlgorithm forced, size_t bytes, int ranks,
+                                               size_t small_message_bytes);
+
 class PeerLinks;
 // Runs `algorithm` in place, AVG included; resolve kAuto with auto_allreduce_algorithm first
 // (kAuto throws TransportError(INVALID)).

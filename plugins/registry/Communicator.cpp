@@ -56,9 +56,7 @@ void Communicator::remember(const domino_comm_config_t& config) {
 }
 
 PluginLinks Communicator::links(const char* op) const {
-  return PluginLinks(plugin_, comm_, rank_, size_,
-                     std::string(plugin_->name) + " " + op + " on group '" + group_ + "' (rank " +
-                         std::to_string(rank_) + " of " + std::to_string(size_) + ")");
+  return PluginLinks(plugin_, comm_, rank_, size_, op, group_);
 }
 
 std::unique_ptr<Communicator> Communicator::split(int color, int key,
@@ -132,10 +130,8 @@ void Communicator::allreduce(const domino_buffer_t& send, domino_buffer_t& recv,
   if (native(plugin_->allreduce, "allreduce", recv, &send, &recv, op)) return;
   const size_t bytes = recv.count * dtype_size(recv.dtype);
   if (send.ptr != recv.ptr && bytes > 0) std::memcpy(recv.ptr, send.ptr, bytes);
-  auto algorithm = links_allreduce_;
-  if (algorithm == algorithms::AllreduceAlgorithm::kAuto) {
-    algorithm = algorithms::auto_allreduce_algorithm(bytes, size_, small_message_bytes_);
-  }
+  const auto algorithm =
+      algorithms::resolve_allreduce_algorithm(links_allreduce_, bytes, size_, small_message_bytes_);
   PluginLinks l = links("allreduce");
   algorithms::run_allreduce(l, algorithm, recv.ptr, recv.count, recv.dtype, op);
 }

@@ -9,12 +9,17 @@ constexpr size_t kErrorBytes = 4096;
 }
 
 PluginLinks::PluginLinks(const domino_plugin_t* plugin, domino_comm_t* comm, int rank, int size,
-                         std::string where)
-    : plugin_(plugin), comm_(comm), rank_(rank), size_(size), where_(std::move(where)) {}
+                         const char* op, const std::string& group)
+    : plugin_(plugin), comm_(comm), rank_(rank), size_(size), op_(op), group_(group) {}
+
+std::string PluginLinks::where() const {
+  return std::string(plugin_->name) + " " + op_ + " on group '" + group_ + "' (rank " +
+         std::to_string(rank_) + " of " + std::to_string(size_) + ")";
+}
 
 void PluginLinks::check(int status, const char* step, const char* err) {
   if (status == DOMINO_OK) return;
-  std::string message = where_ + ": " + step + " failed";
+  std::string message = where() + ": " + step + " failed";
   message += err[0] != '\0' ? std::string(": ") + err : " with status " + std::to_string(status);
   throw TransportError(static_cast<domino_status_t>(status), message);
 }

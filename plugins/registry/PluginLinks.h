@@ -11,9 +11,9 @@ namespace domino {
 
 class PluginLinks final : public algorithms::PeerLinks {
  public:
-  // where: "<transport> <op> on group '<name>'", for messages.
+  // op and group: for messages, built only when one is needed (group outlives the links).
   PluginLinks(const domino_plugin_t* plugin, domino_comm_t* comm, int rank, int size,
-              std::string where);
+              const char* op, const std::string& group);
 
   static bool available(const domino_plugin_t* plugin) {
     return plugin->link_send != nullptr && plugin->link_recv != nullptr &&
@@ -25,7 +25,7 @@ class PluginLinks final : public algorithms::PeerLinks {
   void post_send(int peer, const void* data, size_t bytes) override;
   void post_recv(int peer, void* data, size_t bytes) override;
   void wait() override;
-  std::string where() const override { return where_; }
+  std::string where() const override;
 
  private:
   void check(int status, const char* step, const char* err);
@@ -34,7 +34,8 @@ class PluginLinks final : public algorithms::PeerLinks {
   domino_comm_t* comm_;
   int rank_;
   int size_;
-  std::string where_;
+  const char* op_;
+  const std::string& group_;
 };
 
 }  // namespace domino

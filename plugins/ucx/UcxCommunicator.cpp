@@ -248,9 +248,7 @@ void UcxCommunicator::allreduce(const domino_buffer_t& send, const domino_buffer
   if (send.ptr != recv.ptr && bytes > 0) std::memcpy(recv.ptr, send.ptr, bytes);
   if (size_ == 1) return;  // AVG over one rank is the value itself
   const algorithms::AllreduceAlgorithm algorithm =
-      algorithm_ != algorithms::AllreduceAlgorithm::kAuto
-          ? algorithm_
-          : algorithms::auto_allreduce_algorithm(bytes, size_, small_message_bytes_);
+      algorithms::resolve_allreduce_algorithm(algorithm_, bytes, size_, small_message_bytes_);
   const Call call = start_collective("allreduce", algorithms::allreduce_algorithm_name(algorithm),
                                      recv.dtype, op);
   Links links(*this, call);
