@@ -12,6 +12,7 @@
 #include "config/WireSettings.h"
 #include "engine/LinkProbe.h"
 #include "plugins/registry/Communicator.h"
+#include "plugins/registry/PluginLinks.h"
 #include "plugins/registry/PluginRegistry.h"
 
 namespace domino {
@@ -147,11 +148,20 @@ topology::Router ProcessGroupDomino::agree_on_routing(const std::string& host_li
     options.forced_plan = topology::PlanKind::kLeader;
   }
   options.forced_inter_algorithm = settings_.inter_algorithm;
+  // A transport whose own all-reduce takes no name chooses for itself: the report says so.
+  options.inter_runs_table =
+      inter_plugin_->allreduce_with != nullptr ||
+      (inter_plugin_->allreduce == nullptr && PluginLinks::available(inter_plugin_));
   options.rail_chunk_bytes = settings_.rail_chunk_bytes;
   costs.intra = {std::stod(fields[0]), std::stod(fields[1]), fields[2]};
   costs.inter = {std::stod(fields[3]), std::stod(fields[4]), fields[5]};
   log_line(LogLevel::kDebug, rank_, label() + ": host layout " + host_list);
   return topology::Router(layout_, costs, options);
+}
+
+std::vector<topology::RoutingRow> ProcessGroupDomino::routing_report(
+    const std::vector<size_t>& sizes) const {
+  return topology::routing_report(*router_, sizes);
 }
 
 const topology::HostTopology& ProcessGroupDomino::host() const {

@@ -28,6 +28,7 @@
 #include "topology/GroupLayout.h"
 #include "topology/HostTopology.h"
 #include "topology/Router.h"
+#include "topology/RoutingReport.h"
 
 namespace domino {
 
@@ -73,6 +74,9 @@ class ProcessGroupDomino : public c10d::Backend {
   const char* inter_transport() const;
   // How collectives are planned for this group (router inputs agreed with rank 0).
   const topology::Router& router() const { return *router_; }
+  // The plan every op takes at each of sizes, with its steps and the alternatives weighed
+  // (torch_domino.topology()).
+  std::vector<topology::RoutingRow> routing_report(const std::vector<size_t>& sizes) const;
   Priority default_priority() const { return default_priority_; }
 
   c10::intrusive_ptr<c10d::Work> allreduce(

@@ -53,15 +53,25 @@ step "Build and install torch-domino (CMake via scikit-build-core, ccache)"
 export CCACHE_BASEDIR="$ROOT"  # clones in other folders share the cache
 export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
 export PATH="$VENV/bin:$PATH"
-SOURCE_HASH=$(cd "$ROOT" && git ls-files -s -- CMakeLists.txt cmake backend plugins topology overlap python pyproject.toml 2>/dev/null | sha1sum | cut -d' ' -f1)
-DIRTY_HASH=$(cd "$ROOT" && git diff HEAD -- CMakeLists.txt cmake backend plugins topology overlap python pyproject.toml 2>/dev/null | sha1sum | cut -d' ' -f1)
+# Everything the build compiles, the GoogleTest programs and test plugins included. New files
+# count too (git add -N is not needed).
+BUILT=(CMakeLists.txt cmake backend plugins topology overlap python pyproject.toml bench/CMakeLists.txt tests/cpp tests/plugins)
+SOURCE_HASH=$(cd "$ROOT" && git ls-files -s -- "${BUILT[@]}" 2>/dev/null | sha1sum | cut -d' ' -f1)
+DIRTY_HASH=$(cd "$ROOT" && { git diff HEAD -- "${BUILT[@]}"; git ls-files --others --exclude-standard -- "${BUILT[@]}" | xargs -r cat; } 2>/dev/null | sha1sum | cut -d' ' -f1)
 BUILD_STAMP="$ROOT/build/python/.installed-${SOURCE_HASH}-${DIRTY_HASH}"
 INSTALLED_FROM=$("$VENV/bin/python" -c "import torch_domino, pathlib; print(pathlib.Path(torch_domino.__file__).with_name('.source').read_text())" 2>/dev/null || true)
 if [ -f "$BUILD_STAMP" ] && [ "$INSTALLED_FROM" = "$ROOT:$SOURCE_HASH-$DIRTY_HASH" ]; then
   echo "up to date (sources unchanged since the last install from $ROOT)"
 else
+  mkdir -p "$ROOT/build"
+  pip_status=0
   "$VENV/bin/python" -m pip install --no-build-isolation --no-deps \
-    --config-settings=build.verbose=true "$ROOT" 2>&1 | grep -E "^\[[0-9]+/[0-9]+\]|error|Error|warning:|Successfully" || true
+    --config-settings=build.verbose=true "$ROOT" > "$ROOT/build/pip-install.log" 2>&1 || pip_status=$?
+  grep -E "^\[[0-9]+/[0-9]+\]|error|Error|warning:|Successfully" "$ROOT/build/pip-install.log" || true
+  if [ $pip_status -ne 0 ]; then
+    echo "the build failed (pip exit $pip_status); whole log: $ROOT/build/pip-install.log" >&2
+    exit 1
+  fi
   "$VENV/bin/python" -c "import torch_domino" || { echo "torch_domino failed to import after install" >&2; exit 1; }
   site=$("$VENV/bin/python" -c "import torch_domino, os; print(os.path.dirname(torch_domino.__file__))")
   printf '%s' "$ROOT:$SOURCE_HASH-$DIRTY_HASH" > "$site/.source"

@@ -1,74 +1,15 @@
 #include "AlgorithmTable.h"
 
-#include <bit>
-#include <cmath>
+#include <algorithm>
+#include <stdexcept>
 
 namespace domino::topology {
 
 namespace {
-double log2_ceil(int n) {
-  return n <= 1 ? 0.0 : std::ceil(std::log2(static_cast<double>(n)));
-}
-int pof2_of(int ranks) {
-  return static_cast<int>(std::bit_floor(static_cast<unsigned>(ranks)));
-}
-double alpha(const LinkCost& c) {
-  return c.latency_us * 1e-6;
-}
-double beta(const LinkCost& c) {
-  return 1.0 / (c.gbytes_per_s * 1e9);
-}
-// Non-powers of two fold the extra ranks in and out: two more whole-message rounds.
-double fold(int ranks, double bytes, int flows, const LinkCost& c) {
-  return pof2_of(ranks) == ranks ? 0.0 : 2 * (alpha(c) + bytes * beta(c) * flows);
-}
-
-double recursive_doubling_seconds(int ranks, double bytes, int flows, const LinkCost& c) {
-  return log2_ceil(pof2_of(ranks)) * (alpha(c) + bytes * beta(c) * flows) +
-         fold(ranks, bytes, flows, c);
-}
-double rabenseifner_seconds(int ranks, double bytes, int flows, const LinkCost& c) {
-  const int p = pof2_of(ranks);
-  return 2 * log2_ceil(p) * alpha(c) + 2.0 * (p - 1) / p * bytes * beta(c) * flows +
-         fold(ranks, bytes, flows, c);
-}
-double ring_seconds(int ranks, double bytes, int flows, const LinkCost& c) {
-  return 2.0 * (ranks - 1) * (alpha(c) + bytes / ranks * beta(c) * flows);
-}
-}  // namespace
-
-const std::vector<AlgorithmEntry>& algorithm_table() {
-  static const std::vector<AlgorithmEntry> table = {
-      {"ring",
-       "2(p-1) rounds of n/p: reduce-scatter then all-gather around the ranks",
-       {"all_reduce", "all_gather", "reduce_scatter"},
-       AlgorithmHome::kLinks,
-       ring_seconds},
-      {"recursive_doubling",
-       "log p rounds of the whole message (latency-optimal)",
-       {"all_reduce"},
-       AlgorithmHome::kLinks,
-       recursive_doubling_seconds},
-      {"rabenseifner",
-       "recursive-halving reduce-scatter, then recursive-doubling all-gather",
-       {"all_reduce"},
-       AlgorithmHome::kLinks,
-       rabenseifner_seconds},
-      {"binomial_tree",
-       "log p rounds from or to the root",
-       {"broadcast", "reduce"},
-       AlgorithmHome::kLinks,
-       nullptr},
-      {"direct",
-       "the root (all-to-all: every rank) posts a message per peer at once",
-       {"gather", "scatter", "all_to_all"},
-       AlgorithmHome::kLinks,
-       nullptr},
-      {"dissemination",
-       "ceil(log2 p) rounds of empty messages",
-       {"barrier"},
-       AlgorithmHome::kLinks,
-       nullptr},
+std::vector<AlgorithmEntry>& entries() {
+  // The shared-memory transport's fused all-reduces: native, no model of their own (the router
+  // prices in-host steps from the measured intra cost).
+  static std::vector<AlgorithmEntry> table = {
       {"direct",
        "every rank reduces the whole message from the segment (latency-optimal)",
        {"all_reduce"},
@@ -81,6 +22,26 @@ const std::vector<AlgorithmEntry>& algorithm_table() {
        nullptr},
   };
   return table;
+}
+}  // namespace
+
+const std::vector<AlgorithmEntry>& algorithm_table() {
+  return entries();
+}
+
+void add_algorithm(AlgorithmEntry entry) {
+  for (std::string_view op : entry.ops) {
+    if (find_algorithm(entry.name, op, entry.home) != nullptr) {
+      throw std::logic_error("two algorithms named '" + std::string(entry.name) + "' serve " +
+                             std::string(op) + "; rename one");
+    }
+  }
+  std::vector<AlgorithmEntry>& table = entries();
+  table.push_back(std::move(entry));
+  std::stable_sort(table.begin(), table.end(),
+                   [](const AlgorithmEntry& a, const AlgorithmEntry& b) {
+                     return a.home != b.home ? a.home < b.home : a.name < b.name;
+                   });
 }
 
 const AlgorithmEntry* find_algorithm(std::string_view name, std::string_view op,
@@ -103,11 +64,27 @@ std::string algorithm_names(std::string_view op, AlgorithmHome home) {
   return out;
 }
 
+const AlgorithmEntry* cheapest_links_allreduce(int ranks, double bytes, int flows,
+                                               const LinkCost& link, double* seconds) {
+  const AlgorithmEntry* best = nullptr;
+  for (const AlgorithmEntry& e : algorithm_table()) {
+    if (e.allreduce_seconds == nullptr ||
+        find_algorithm(e.name, "all_reduce", AlgorithmHome::kLinks) != &e)
+      continue;
+    const double t = e.allreduce_seconds(ranks, bytes, flows, link);
+    if (best == nullptr || t < *seconds) {
+      best = &e;
+      *seconds = t;
+    }
+  }
+  return best;
+}
+
 std::string_view auto_links_allreduce(size_t bytes, int ranks, size_t small_message_bytes) {
   if (bytes <= small_message_bytes) return "recursive_doubling";
   // Both move 2(p-1)/p of the message; Rabenseifner in 2 log p rounds instead of 2(p-1), but
   // folding in a non-power of two costs a whole extra message, which the ring avoids.
-  return pof2_of(ranks) == ranks ? "rabenseifner" : "ring";
+  return power_of_two_below(ranks) == ranks ? "rabenseifner" : "ring";
 }
 
 size_t recursive_doubling_limit(int ranks, const LinkCost& c) {
@@ -115,10 +92,9 @@ size_t recursive_doubling_limit(int ranks, const LinkCost& c) {
   for (size_t bytes = 256; bytes <= (size_t{1} << 30); bytes *= 2) {
     const double n = static_cast<double>(bytes);
     const double doubling = log2_ceil(ranks) * c.seconds_for(n);
-    // As the router always wrote it (the same rounding, so the same threshold).
-    const double bandwidth = pof2_of(ranks) == ranks
-                                 ? 2 * log2_ceil(ranks) * c.latency_us * 1e-6 +
-                                       2.0 * (ranks - 1) / ranks * n / (c.gbytes_per_s * 1e9)
+    const double bandwidth = power_of_two_below(ranks) == ranks
+                                 ? 2 * log2_ceil(ranks) * alpha_seconds(c) +
+                                       2.0 * (ranks - 1) / ranks * n * seconds_per_byte(c)
                                  : 2.0 * (ranks - 1) * c.seconds_for(n / ranks);
     if (doubling > bandwidth) break;
     limit = bytes;

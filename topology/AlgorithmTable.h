@@ -1,7 +1,9 @@
 // The one table of collective algorithms: each entry's name, what it does, which ops and which
 // transports it serves, and, where the router models it, its alpha-beta cost. DOMINO_ALGO's
-// parsing, the router's prediction and the report, and the transports' run all read it, and the
-// all-reduce size rule lives here alone, so what the router predicts is what runs. Torch-free.
+// parsing, the router's choice and prediction, the report and the transports' run all read it.
+// An algorithm over PeerLinks adds its own entry from its own file
+// (plugins/algorithms/Registration.h); the shared-memory transport's native ones are listed
+// here. Torch-free.
 #pragma once
 
 #include <cstddef>
@@ -27,18 +29,31 @@ struct AlgorithmEntry {
   double (*allreduce_seconds)(int ranks, double bytes, int flows, const LinkCost& link);
 };
 
+// Every entry, ordered by home, then name (the same on every rank of one build). Complete once
+// static initialization is over.
 const std::vector<AlgorithmEntry>& algorithm_table();
+// Adds entry (during static initialization). Throws std::logic_error for a name that already
+// serves one of its ops at its home.
+void add_algorithm(AlgorithmEntry entry);
 // The entry named `name` serving `op` at `home`; nullptr if none.
 const AlgorithmEntry* find_algorithm(std::string_view name, std::string_view op,
                                      AlgorithmHome home);
-// The names serving `op` at `home`, in table order, e.g. "ring, recursive_doubling, rabenseifner".
+// The names serving `op` at `home`, in table order, e.g. "rabenseifner, recursive_doubling, ring".
 std::string algorithm_names(std::string_view op, AlgorithmHome home);
 
-// The all-reduce over links at or below small_message_bytes: recursive doubling; above it,
-// Rabenseifner for powers of two and ring otherwise.
+// The cheapest all-reduce over links among `ranks` for bytes, `flows` of them sharing a link,
+// by the entries' own costs (ties: table order); *seconds receives its cost. nullptr when no
+// entry models one.
+const AlgorithmEntry* cheapest_links_allreduce(int ranks, double bytes, int flows,
+                                               const LinkCost& link, double* seconds);
+
+// What a transport runs over links when nothing was handed down: at or below
+// small_message_bytes recursive doubling; above it, Rabenseifner for powers of two and ring
+// otherwise.
 std::string_view auto_links_allreduce(size_t bytes, int ranks, size_t small_message_bytes);
 // The largest power of two of bytes (256 B .. 1 GiB, 0 if none) for which recursive doubling
-// beats the bandwidth-optimal algorithm among `ranks` over `link`: the router's threshold.
+// beats the bandwidth-optimal algorithm among `ranks` over `link`: the threshold the router
+// gives transports for their own choice.
 size_t recursive_doubling_limit(int ranks, const LinkCost& link);
 
 }  // namespace domino::topology

@@ -2,6 +2,8 @@
 // latency + n / bandwidth. The router compares plans with it. Torch-free.
 #pragma once
 
+#include <bit>
+#include <cmath>
 #include <string>
 
 namespace domino::topology {
@@ -27,6 +29,28 @@ struct CostModel {
   // (bench/multihost: leader vs hierarchical at 8 B), charged at half that.
   double idle_wakeup_us = 40.0;
 };
+
+// Terms the algorithms' cost functions share (AlgorithmTable.h).
+inline double alpha_seconds(const LinkCost& c) {
+  return c.latency_us * 1e-6;
+}
+inline double seconds_per_byte(const LinkCost& c) {
+  return 1.0 / (c.gbytes_per_s * 1e9);
+}
+inline double log2_ceil(int n) {
+  return n <= 1 ? 0.0 : std::ceil(std::log2(static_cast<double>(n)));
+}
+// The largest power of two at most ranks.
+inline int power_of_two_below(int ranks) {
+  return static_cast<int>(std::bit_floor(static_cast<unsigned>(ranks)));
+}
+// Power-of-two algorithms on other counts fold the extra ranks in and out: two more
+// whole-message rounds, `flows` of them sharing one link.
+inline double fold_seconds(int ranks, double bytes, int flows, const LinkCost& c) {
+  return power_of_two_below(ranks) == ranks
+             ? 0.0
+             : 2 * (alpha_seconds(c) + bytes * seconds_per_byte(c) * flows);
+}
 
 // "ALPHA_US,GBYTES_PER_S" (e.g. "25,1.1") -> LinkCost marked configured. Throws
 // std::invalid_argument naming variable, the value and the expected form.

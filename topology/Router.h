@@ -1,5 +1,5 @@
-// Which plan a collective takes, from where the group's ranks sit and what each transport costs.
-// Plans:
+// Which plan a collective takes, from where the group's ranks sit and what each transport costs,
+// as a Plan (Plan.h): its steps, each step's algorithm, its chunks. Plans:
 //   flat_intra    one communicator over the group on the intra-host transport (one host only);
 //   flat_inter    one communicator over the group on the inter-host transport;
 //   hierarchical  split-rail all-reduce: reduce-scatter inside each host, all-reduce of each
@@ -12,8 +12,10 @@
 //                 inside the root's host, among the hosts' first ranks, inside every other host
 //                 (any layout).
 // The router predicts each feasible plan's time with the alpha-beta model and takes the
-// cheapest, unless one is forced. It also decides where the inter-host all-reduce switches from
-// recursive doubling to a bandwidth-optimal algorithm. Torch-free.
+// cheapest, unless one is forced. Each inter-host all-reduce step takes the cheapest algorithm
+// of the table (AlgorithmTable.h) by the table's own costs, and the executor hands that name
+// to the transport with the call: what the router predicts and reports is what runs.
+// Torch-free.
 #pragma once
 
 #include <cstddef>
@@ -23,34 +25,9 @@
 
 #include "CostModel.h"
 #include "GroupLayout.h"
+#include "Plan.h"
 
 namespace domino::topology {
-
-enum class Collective {
-  kAllReduce,
-  kBroadcast,
-  kReduce,
-  kAllGather,
-  kReduceScatter,
-  kGather,
-  kScatter,
-  kAllToAll,
-  kBarrier
-};
-enum class PlanKind { kFlatIntra, kFlatInter, kHierarchical, kLeader };
-
-const char* collective_name(Collective op);
-const char* plan_name(PlanKind kind);
-const std::vector<Collective>& all_collectives();
-
-struct Plan {
-  PlanKind kind = PlanKind::kFlatIntra;
-  std::string inter_algorithm;  // the inter-host all-reduce step's algorithm, if it has one
-  // Chunks a hierarchical plan is pipelined in (rail_chunks); 1 for every other plan.
-  size_t chunks = 1;
-  double predicted_us = 0;
-  bool forced = false;
-};
 
 struct RouterOptions {
   std::optional<PlanKind> forced_plan;  // DOMINO_ALGO=flat|hierarchical|leader
@@ -59,6 +36,9 @@ struct RouterOptions {
   // steps in chunks of about this many bytes of the whole message, pipelined so the link never
   // waits for the host steps; 0: in one piece (DOMINO_RAIL_CHUNK_BYTES).
   size_t rail_chunk_bytes = size_t{2} << 20;
+  // Whether the inter-host transport runs the table's algorithms over links (UCX, a plugin
+  // with links); else its collectives are its own, and its steps name no algorithm.
+  bool inter_runs_table = true;
 };
 
 class Router {
@@ -71,6 +51,9 @@ class Router {
   Plan choose(Collective op, size_t bytes) const;
   // Every feasible plan with its predicted time, cheapest first.
   std::vector<Plan> candidates(Collective op, size_t bytes) const;
+  // The plan of kind for op (the one a plan trial adopted); throws std::invalid_argument where
+  // kind cannot serve op.
+  Plan plan(PlanKind kind, Collective op, size_t bytes) const;
 
   // How many chunks a hierarchical plan over a message of bytes goes in (the all-reduce's input,
   // the all-gather's output, the reduce-scatter's input): about rail_chunk_bytes each, at most
@@ -78,8 +61,8 @@ class Router {
   static constexpr size_t kMaxRailChunks = 16;
   size_t rail_chunks(size_t bytes) const;
 
-  // Inter-host all-reduces of at most this many bytes use recursive doubling (where the model
-  // says its fewer rounds beat moving less data); above it Rabenseifner or ring.
+  // For transports choosing for themselves (no name handed down): inter-host all-reduces of at
+  // most this many bytes use recursive doubling, above it Rabenseifner or ring.
   size_t inter_small_message_bytes() const { return inter_small_bytes_; }
   bool multi_host() const { return !layout_.single_host(); }
   // Whether the group needs communicators of the inter-host transport at all.
@@ -90,10 +73,14 @@ class Router {
 
  private:
   bool feasible(PlanKind kind, Collective op) const;
-  double predict(PlanKind kind, Collective op, double bytes, std::string* algorithm) const;
+  // Seconds for plan kind of op over bytes; steps receives its steps.
+  double predict(PlanKind kind, Collective op, double bytes, std::vector<Step>* steps) const;
   // Time of an inter-host all-reduce of bytes among ranks ranks, flows of them sharing one
-  // host's link at once; algorithm receives what the inter transport would run.
+  // host's link at once; algorithm receives what the inter transport runs.
   double inter_allreduce(int ranks, double bytes, int flows, std::string* algorithm) const;
+  // An inter-host step's algorithm as reported and handed down: name where the transport runs
+  // the table's algorithms, "" where its own collectives decide.
+  std::string inter_name(const char* name) const;
 
   GroupLayout layout_;
   CostModel costs_;

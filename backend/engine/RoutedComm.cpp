@@ -72,11 +72,12 @@ RoutedComm::RoutedComm(const topology::Router& router, int rank, const Factory& 
   }
 }
 
-PlanKind RoutedComm::plan_for(Collective op, size_t bytes) {
+topology::Plan RoutedComm::plan_for(Collective op, size_t bytes) {
   // One communicator, nothing to choose: keep the router off the hot path.
-  const PlanKind kind = flat_inter_ ? router_.choose(op, bytes).kind : PlanKind::kFlatIntra;
-  last_plan_ = topology::plan_name(kind);
-  return kind;
+  topology::Plan plan;
+  if (flat_inter_) plan = router_.choose(op, bytes);
+  last_plan_ = topology::plan_name(plan.kind);
+  return plan;
 }
 
 bool RoutedComm::two_level(PlanKind kind) const {
@@ -90,7 +91,7 @@ Communicator& RoutedComm::flat_comm(PlanKind kind) {
 }
 
 Communicator& RoutedComm::flat(Collective op, size_t bytes) {
-  return flat_comm(plan_for(op, bytes));
+  return flat_comm(plan_for(op, bytes).kind);
 }
 
 void RoutedComm::allreduce(const domino_buffer_t& send, const domino_buffer_t& recv_buffer,
@@ -98,16 +99,19 @@ void RoutedComm::allreduce(const domino_buffer_t& send, const domino_buffer_t& r
   domino_buffer_t recv = recv_buffer;
   const size_t bytes = recv.count * dtype_size(recv.dtype);
   if (!flat_inter_) {
-    run_allreduce(PlanKind::kFlatIntra, send, recv, op);
+    last_plan_ = topology::plan_name(PlanKind::kFlatIntra);
+    flat_intra_->allreduce(send, recv, op);
     return;
   }
-  PlanKind kind = router_.choose(Collective::kAllReduce, bytes).kind;
   PlanTrial* trial =
       small_allreduce_trial_ && bytes <= PlanTrial::kMaxBytes ? &*small_allreduce_trial_ : nullptr;
-  if (trial != nullptr) kind = trial->decided() ? trial->winner() : trial->next();
+  const topology::Plan plan = trial == nullptr
+                                  ? router_.choose(Collective::kAllReduce, bytes)
+                                  : router_.plan(trial->decided() ? trial->winner() : trial->next(),
+                                                 Collective::kAllReduce, bytes);
   const bool timed = trial != nullptr && !trial->decided();
   const auto began = std::chrono::steady_clock::now();
-  run_allreduce(kind, send, recv, op);
+  run_allreduce(plan, send, recv, op);
   if (!timed) return;
   trial->record(std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
   if (trial->measured()) {
@@ -128,36 +132,38 @@ void RoutedComm::allreduce(const domino_buffer_t& send, const domino_buffer_t& r
   }
 }
 
-void RoutedComm::run_allreduce(PlanKind kind, const domino_buffer_t& send, domino_buffer_t& recv,
-                               domino_redop_t op) {
+void RoutedComm::run_allreduce(const topology::Plan& plan, const domino_buffer_t& send,
+                               domino_buffer_t& recv, domino_redop_t op) {
+  const PlanKind kind = plan.kind;
   last_plan_ = topology::plan_name(kind);
   if (kind != PlanKind::kHierarchical && kind != PlanKind::kLeader) {
-    flat_comm(kind).allreduce(send, recv, op);
+    flat_comm(kind).allreduce(send, recv, op,
+                              plan.algorithm_of(topology::Level::kGroup, Collective::kAllReduce));
     return;
   }
   const size_t bytes = recv.count * dtype_size(recv.dtype);
   if (send.ptr != recv.ptr && bytes > 0) memory_->copy(recv.ptr, send.ptr, bytes, recv.device);
   // AVG is a sum until the end: a mean of per-host means would weigh hosts, not ranks.
   const domino_redop_t step_op = op == DOMINO_AVG ? DOMINO_SUM : op;
-  run_two_level("allreduce", kind, [&] {
+  run_two_level("allreduce", plan, [&] {
     if (kind == PlanKind::kHierarchical) {
-      allreduce_hierarchical(recv, step_op);
+      allreduce_hierarchical(plan, recv, step_op);
     } else {
-      allreduce_leader(recv, step_op);
+      allreduce_leader(plan, recv, step_op);
     }
   });
   if (op == DOMINO_AVG) memory_->divide(recv, size_);
 }
 
 template <class Steps>
-void RoutedComm::run_two_level(const char* op, PlanKind kind, Steps&& steps) {
+void RoutedComm::run_two_level(const char* op, const topology::Plan& plan, Steps&& steps) {
   try {
     steps();
   } catch (const TransportError& e) {
     // The failing step names its own sub-group; say which collective it was part of.
-    throw TransportError(e.status(),
-                         std::string(op) + " (" + topology::plan_name(kind) +
-                             " plan across hosts) failed in one of its steps: " + e.what());
+    throw TransportError(e.status(), std::string(op) + " (" + topology::plan_name(plan.kind) +
+                                         " plan across hosts: " + plan.describe() +
+                                         ") failed in one of its steps: " + e.what());
   }
 }
 
@@ -171,9 +177,12 @@ void RoutedComm::broadcast_leader(domino_buffer_t buffer, int root) {
   if (!root_side && local_) local_->broadcast(buffer, 0);
 }
 
-void RoutedComm::allreduce_leader(domino_buffer_t& data, domino_redop_t op) {
+void RoutedComm::allreduce_leader(const topology::Plan& plan, domino_buffer_t& data,
+                                  domino_redop_t op) {
   if (local_) local_->reduce(data, data, op, 0);
-  if (leaders_) leaders_->allreduce(data, data, op);
+  if (leaders_)
+    leaders_->allreduce(data, data, op,
+                        plan.algorithm_of(topology::Level::kLeaders, Collective::kAllReduce));
   if (local_) local_->broadcast(data, 0);
 }
 
@@ -183,13 +192,14 @@ void RoutedComm::barrier() {
 
 void RoutedComm::broadcast(const domino_buffer_t& buffer_in, int root) {
   domino_buffer_t buffer = buffer_in;
-  const PlanKind kind = plan_for(Collective::kBroadcast, buffer.count * dtype_size(buffer.dtype));
+  const topology::Plan plan =
+      plan_for(Collective::kBroadcast, buffer.count * dtype_size(buffer.dtype));
   // A bad root is the flat communicator's to refuse.
-  if (two_level(kind) && root >= 0 && root < size_) {
-    run_two_level("broadcast", kind, [&] { broadcast_leader(buffer, root); });
+  if (two_level(plan.kind) && root >= 0 && root < size_) {
+    run_two_level("broadcast", plan, [&] { broadcast_leader(buffer, root); });
     return;
   }
-  flat_comm(kind).broadcast(buffer, root);
+  flat_comm(plan.kind).broadcast(buffer, root);
 }
 
 void RoutedComm::reduce(const domino_buffer_t& send, const domino_buffer_t& recv_buffer,
@@ -200,23 +210,25 @@ void RoutedComm::reduce(const domino_buffer_t& send, const domino_buffer_t& recv
 
 void RoutedComm::allgather(const domino_buffer_t& send, const domino_buffer_t& recv_buffer) {
   domino_buffer_t recv = recv_buffer;
-  const PlanKind kind = plan_for(Collective::kAllGather, send.count * dtype_size(send.dtype));
-  if (two_level(kind)) {
-    run_two_level("allgather", kind, [&] { allgather_hierarchical(send, recv); });
+  const topology::Plan plan = plan_for(Collective::kAllGather, send.count * dtype_size(send.dtype));
+  if (two_level(plan.kind)) {
+    run_two_level("allgather", plan, [&] { allgather_hierarchical(plan, send, recv); });
     return;
   }
-  flat_comm(kind).allgather(send, recv);
+  flat_comm(plan.kind).allgather(send, recv);
 }
 
 void RoutedComm::reduce_scatter(const domino_buffer_t& send, const domino_buffer_t& recv_buffer,
                                 domino_redop_t op) {
   domino_buffer_t recv = recv_buffer;
-  const PlanKind kind = plan_for(Collective::kReduceScatter, recv.count * dtype_size(recv.dtype));
-  if (two_level(kind)) {
-    run_two_level("reduce_scatter", kind, [&] { reduce_scatter_hierarchical(send, recv, op); });
+  const topology::Plan plan =
+      plan_for(Collective::kReduceScatter, recv.count * dtype_size(recv.dtype));
+  if (two_level(plan.kind)) {
+    run_two_level("reduce_scatter", plan,
+                  [&] { reduce_scatter_hierarchical(plan, send, recv, op); });
     return;
   }
-  flat_comm(kind).reduce_scatter(send, recv, op);
+  flat_comm(plan.kind).reduce_scatter(send, recv, op);
 }
 
 void RoutedComm::gather(const domino_buffer_t& send, const domino_buffer_t& recv_buffer, int root) {

@@ -73,31 +73,33 @@ class RoutedComm {
 
  private:
   // The plan op takes (kept for last_plan()), asking the router only across communicators.
-  topology::PlanKind plan_for(topology::Collective op, size_t bytes);
+  topology::Plan plan_for(topology::Collective op, size_t bytes);
   // Whether kind is a two-level plan this rank has the communicators for.
   bool two_level(topology::PlanKind kind) const;
   // The whole-group communicator a flat plan runs on.
   Communicator& flat_comm(topology::PlanKind kind);
   // The whole-group communicator a flat plan of op uses.
   Communicator& flat(topology::Collective op, size_t bytes);
-  void run_allreduce(topology::PlanKind kind, const domino_buffer_t& send, domino_buffer_t& recv,
+  void run_allreduce(const topology::Plan& plan, const domino_buffer_t& send, domino_buffer_t& recv,
                      domino_redop_t op);
-  void allreduce_hierarchical(domino_buffer_t& data, domino_redop_t op);
-  void allreduce_leader(domino_buffer_t& data, domino_redop_t op);
+  void allreduce_hierarchical(const topology::Plan& plan, domino_buffer_t& data, domino_redop_t op);
+  void allreduce_leader(const topology::Plan& plan, domino_buffer_t& data, domino_redop_t op);
   // Runs a two-level plan's steps; a failing step's error also names the op and the plan.
   template <class Steps>
-  void run_two_level(const char* op, topology::PlanKind kind, Steps&& steps);
-  void allgather_hierarchical(const domino_buffer_t& send, domino_buffer_t recv);
-  void reduce_scatter_hierarchical(const domino_buffer_t& send, domino_buffer_t recv,
-                                   domino_redop_t op);
+  void run_two_level(const char* op, const topology::Plan& plan, Steps&& steps);
+  void allgather_hierarchical(const topology::Plan& plan, const domino_buffer_t& send,
+                              domino_buffer_t recv);
+  void reduce_scatter_hierarchical(const topology::Plan& plan, const domino_buffer_t& send,
+                                   domino_buffer_t recv, domino_redop_t op);
   void broadcast_leader(domino_buffer_t buffer, int root);
   // Copies the block of every (local rank, host) pair between a buffer in group-rank order
   // (rank r's block at r * group_stride) and one in [local rank][host] order, the order the host
   // step's blocks come in.
   void permute_blocks(char* group_order, size_t group_stride, char* host_order, size_t block_bytes,
                       bool to_host_order, int device);
-  // Chunks the router gives a two-level plan of bytes in this memory (1: one piece).
-  size_t pipeline_chunks(size_t bytes, int device) const;
+  // Chunks plan goes in, in this memory (1: one piece; devices' communicators are
+  // stream-ordered and never pipelined).
+  static size_t pipeline_chunks(const topology::Plan& plan, int device);
   RailPipeline& rail_pipeline();
 
   const topology::Router& router_;

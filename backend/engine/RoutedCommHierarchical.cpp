@@ -31,8 +31,8 @@ RailPipeline& RoutedComm::rail_pipeline() {
   return *rail_pipeline_;
 }
 
-size_t RoutedComm::pipeline_chunks(size_t bytes, int device) const {
-  return device < 0 ? router_.rail_chunks(bytes) : 1;
+size_t RoutedComm::pipeline_chunks(const topology::Plan& plan, int device) {
+  return device < 0 ? plan.chunks : 1;
 }
 
 void RoutedComm::permute_blocks(char* group_order, size_t group_stride, char* host_order,
@@ -51,9 +51,13 @@ void RoutedComm::permute_blocks(char* group_order, size_t group_stride, char* ho
   }
 }
 
-void RoutedComm::allreduce_hierarchical(domino_buffer_t& data, domino_redop_t op) {
+void RoutedComm::allreduce_hierarchical(const topology::Plan& plan, domino_buffer_t& data,
+                                        domino_redop_t op) {
+  // The router chose the rail's algorithm for one chunk's slice; it goes down with each call.
+  const std::string& rail_algorithm =
+      plan.algorithm_of(topology::Level::kRail, topology::Collective::kAllReduce);
   if (!local_) {
-    rail_->allreduce(data, data, op);
+    rail_->allreduce(data, data, op, rail_algorithm);
     return;
   }
   const size_t local_size = router_.layout().host_ranks.front().size();
@@ -71,7 +75,7 @@ void RoutedComm::allreduce_hierarchical(domino_buffer_t& data, domino_redop_t op
     whole = {padded_copy.get(), padded, data.dtype, data.device};
   }
   const std::shared_ptr<void> part = memory_->allocate(slice * element, data.device);
-  const Cut cut(slice, pipeline_chunks(data.count * element, data.device));  // whole slices
+  const Cut cut(slice, pipeline_chunks(plan, data.device));  // whole slices
   if (cut.chunks >= 2) {
     auto chunk = [&](size_t c) {
       return domino_buffer_t{static_cast<char*>(whole.ptr) + c * cut.per * local_size * element,
@@ -89,7 +93,7 @@ void RoutedComm::allreduce_hierarchical(domino_buffer_t& data, domino_redop_t op
         },
         [&](size_t c, Communicator& rail) {
           domino_buffer_t slice_c = mine(c);
-          rail.allreduce(slice_c, slice_c, op);
+          rail.allreduce(slice_c, slice_c, op, rail_algorithm);
         },
         [&](size_t c) {
           domino_buffer_t in = mine(c), out = chunk(c);
@@ -98,7 +102,7 @@ void RoutedComm::allreduce_hierarchical(domino_buffer_t& data, domino_redop_t op
   } else {
     domino_buffer_t mine{part.get(), slice, data.dtype, data.device};
     local_->reduce_scatter(whole, mine, op);
-    rail_->allreduce(mine, mine, op);
+    rail_->allreduce(mine, mine, op, rail_algorithm);
     local_->allgather(mine, whole);
   }
   if (padded_copy && data.count > 0) {
@@ -106,7 +110,8 @@ void RoutedComm::allreduce_hierarchical(domino_buffer_t& data, domino_redop_t op
   }
 }
 
-void RoutedComm::allgather_hierarchical(const domino_buffer_t& send, domino_buffer_t recv) {
+void RoutedComm::allgather_hierarchical(const topology::Plan& plan, const domino_buffer_t& send,
+                                        domino_buffer_t recv) {
   if (!local_) {  // one rank per host: the rail is the whole group, in group-rank order
     rail_->allgather(send, recv);
     return;
@@ -118,7 +123,7 @@ void RoutedComm::allgather_hierarchical(const domino_buffer_t& send, domino_buff
   const std::shared_ptr<void> host_part = memory_->allocate(local * hosts * block, recv.device);
   // Chunk c is the same piece of every rank's block: gathered along the rail, then inside the
   // host, then put in place.
-  const Cut cut(send.count, pipeline_chunks(recv.count * element, recv.device));
+  const Cut cut(send.count, pipeline_chunks(plan, recv.device));
   auto rail_blocks = [&](size_t c) {
     return domino_buffer_t{static_cast<char*>(rail_part.get()) + c * cut.per * hosts * element,
                            hosts * cut.size(c), send.dtype, recv.device};
@@ -153,7 +158,8 @@ void RoutedComm::allgather_hierarchical(const domino_buffer_t& send, domino_buff
   }
 }
 
-void RoutedComm::reduce_scatter_hierarchical(const domino_buffer_t& send, domino_buffer_t recv,
+void RoutedComm::reduce_scatter_hierarchical(const topology::Plan& plan,
+                                             const domino_buffer_t& send, domino_buffer_t recv,
                                              domino_redop_t op) {
   if (!local_) {
     rail_->reduce_scatter(send, recv, op);
@@ -168,7 +174,7 @@ void RoutedComm::reduce_scatter_hierarchical(const domino_buffer_t& send, domino
   const std::shared_ptr<void> host_sums = memory_->allocate(hosts * block, recv.device);
   // Chunk c is the same piece of every rank's block: put in host order, reduced inside the
   // host, then along the rail into this rank's piece.
-  const Cut cut(recv.count, pipeline_chunks(send.count * element, recv.device));
+  const Cut cut(recv.count, pipeline_chunks(plan, recv.device));
   auto ordered_blocks = [&](size_t c) {
     return domino_buffer_t{
         static_cast<char*>(ordered.get()) + c * cut.per * local * hosts * element,

@@ -1,4 +1,5 @@
 #include "Algorithms.h"
+#include "Registration.h"
 
 namespace domino::algorithms {
 
@@ -17,5 +18,13 @@ void broadcast_binomial(PeerLinks& links, void* data, size_t bytes, int root) {
     if (me + mask < size) links.exchange(real(me + mask), data, bytes, -1, nullptr, 0);
   }
 }
+
+namespace {
+const bool registered = register_algorithm({"binomial_tree",
+                                            "log p rounds from the root",
+                                            {"broadcast"},
+                                            topology::AlgorithmHome::kLinks,
+                                            nullptr});
+}  // namespace
 
 }  // namespace domino::algorithms

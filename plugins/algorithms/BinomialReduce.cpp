@@ -3,6 +3,7 @@
 
 #include "Algorithms.h"
 #include "Blocks.h"
+#include "Registration.h"
 #include "plugins/common/Dtype.h"
 #include "plugins/common/Reduction.h"
 
@@ -29,5 +30,13 @@ void reduce_binomial(PeerLinks& links, const void* send, void* recv, size_t coun
   if (bytes > 0) std::memcpy(recv, acc.data(), bytes);
   if (op == DOMINO_AVG) divide_buffer(recv, count, dtype, size);
 }
+
+namespace {
+const bool registered = register_algorithm({"binomial_tree",
+                                            "log p rounds to the root",
+                                            {"reduce"},
+                                            topology::AlgorithmHome::kLinks,
+                                            nullptr});
+}  // namespace
 
 }  // namespace domino::algorithms

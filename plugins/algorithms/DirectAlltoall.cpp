@@ -2,6 +2,7 @@
 #include <string>
 
 #include "Algorithms.h"
+#include "Registration.h"
 #include "plugins/common/TransportError.h"
 
 namespace domino::algorithms {
@@ -35,5 +36,14 @@ void alltoall_direct(PeerLinks& links, const void* send, const uint64_t* send_co
   }
   links.wait();
 }
+
+namespace {
+const bool registered =
+    register_algorithm({"direct",
+                        "every rank posts a message per peer at once, staggered",
+                        {"all_to_all"},
+                        topology::AlgorithmHome::kLinks,
+                        nullptr});
+}  // namespace
 
 }  // namespace domino::algorithms

@@ -1,6 +1,7 @@
 #include <cstring>
 
 #include "Algorithms.h"
+#include "Registration.h"
 
 namespace domino::algorithms {
 
@@ -21,5 +22,13 @@ void gather_direct(PeerLinks& links, const void* send, void* recv, size_t block_
   }
   links.wait();
 }
+
+namespace {
+const bool registered = register_algorithm({"direct",
+                                            "the root posts a receive per peer at once",
+                                            {"gather"},
+                                            topology::AlgorithmHome::kLinks,
+                                            nullptr});
+}  // namespace
 
 }  // namespace domino::algorithms

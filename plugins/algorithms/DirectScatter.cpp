@@ -1,6 +1,7 @@
 #include <cstring>
 
 #include "Algorithms.h"
+#include "Registration.h"
 
 namespace domino::algorithms {
 
@@ -21,5 +22,13 @@ void scatter_direct(PeerLinks& links, const void* send, void* recv, size_t block
   }
   links.wait();
 }
+
+namespace {
+const bool registered = register_algorithm({"direct",
+                                            "the root posts a send per peer at once",
+                                            {"scatter"},
+                                            topology::AlgorithmHome::kLinks,
+                                            nullptr});
+}  // namespace
 
 }  // namespace domino::algorithms

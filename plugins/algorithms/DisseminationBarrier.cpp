@@ -1,4 +1,5 @@
 #include "Algorithms.h"
+#include "Registration.h"
 
 namespace domino::algorithms {
 
@@ -9,5 +10,13 @@ void barrier_dissemination(PeerLinks& links) {
                    0);
   }
 }
+
+namespace {
+const bool registered = register_algorithm({"dissemination",
+                                            "ceil(log2 p) rounds of empty messages",
+                                            {"barrier"},
+                                            topology::AlgorithmHome::kLinks,
+                                            nullptr});
+}  // namespace
 
 }  // namespace domino::algorithms

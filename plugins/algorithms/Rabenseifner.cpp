@@ -3,6 +3,7 @@
 
 #include "Algorithms.h"
 #include "Blocks.h"
+#include "Registration.h"
 #include "plugins/common/Dtype.h"
 #include "plugins/common/Reduction.h"
 
@@ -49,5 +50,21 @@ void allreduce_rabenseifner(PeerLinks& links, void* buffer, size_t count, domino
   fold.fold_out(data, count * element, me);
   if (op == DOMINO_AVG) divide_buffer(data, count, dtype, links.size());
 }
+
+namespace {
+double rabenseifner_seconds(int ranks, double bytes, int flows, const topology::LinkCost& c) {
+  const int p = topology::power_of_two_below(ranks);
+  return 2 * topology::log2_ceil(p) * topology::alpha_seconds(c) +
+         2.0 * (p - 1) / p * bytes * topology::seconds_per_byte(c) * flows +
+         topology::fold_seconds(ranks, bytes, flows, c);
+}
+const bool registered =
+    register_allreduce({"rabenseifner",
+                        "recursive-halving reduce-scatter, then recursive-doubling all-gather",
+                        {"all_reduce"},
+                        topology::AlgorithmHome::kLinks,
+                        rabenseifner_seconds},
+                       allreduce_rabenseifner);
+}  // namespace
 
 }  // namespace domino::algorithms

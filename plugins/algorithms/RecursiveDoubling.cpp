@@ -3,6 +3,7 @@
 
 #include "Algorithms.h"
 #include "Blocks.h"
+#include "Registration.h"
 #include "plugins/common/Dtype.h"
 #include "plugins/common/Reduction.h"
 
@@ -32,5 +33,19 @@ void allreduce_recursive_doubling(PeerLinks& links, void* buffer, size_t count,
   fold.fold_out(data, bytes, me);
   if (op == DOMINO_AVG) divide_buffer(data, count, dtype, links.size());
 }
+
+namespace {
+double recursive_doubling_seconds(int ranks, double bytes, int flows, const topology::LinkCost& c) {
+  return topology::log2_ceil(topology::power_of_two_below(ranks)) *
+             (topology::alpha_seconds(c) + bytes * topology::seconds_per_byte(c) * flows) +
+         topology::fold_seconds(ranks, bytes, flows, c);
+}
+const bool registered = register_allreduce({"recursive_doubling",
+                                            "log p rounds of the whole message (latency-optimal)",
+                                            {"all_reduce"},
+                                            topology::AlgorithmHome::kLinks,
+                                            recursive_doubling_seconds},
+                                           allreduce_recursive_doubling);
+}  // namespace
 
 }  // namespace domino::algorithms

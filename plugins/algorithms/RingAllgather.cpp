@@ -2,6 +2,7 @@
 
 #include "Algorithms.h"
 #include "Blocks.h"
+#include "Registration.h"
 
 namespace domino::algorithms {
 
@@ -15,5 +16,13 @@ void allgather_ring(PeerLinks& links, const void* send, void* recv, size_t block
     links.exchange(next, at(rank - step), block_bytes, prev, at(rank - step - 1), block_bytes);
   }
 }
+
+namespace {
+const bool registered = register_algorithm({"ring",
+                                            "p-1 rounds of one block around the ranks",
+                                            {"all_gather"},
+                                            topology::AlgorithmHome::kLinks,
+                                            nullptr});
+}  // namespace
 
 }  // namespace domino::algorithms

@@ -2,6 +2,7 @@
 
 #include "Algorithms.h"
 #include "Blocks.h"
+#include "Registration.h"
 #include "plugins/common/Dtype.h"
 #include "plugins/common/Reduction.h"
 
@@ -29,5 +30,19 @@ void allreduce_ring(PeerLinks& links, void* buffer, size_t count, domino_dtype_t
   }
   if (op == DOMINO_AVG) divide_buffer(data, count, dtype, size);
 }
+
+namespace {
+double ring_seconds(int ranks, double bytes, int flows, const topology::LinkCost& c) {
+  return 2.0 * (ranks - 1) *
+         (topology::alpha_seconds(c) + bytes / ranks * topology::seconds_per_byte(c) * flows);
+}
+const bool registered =
+    register_allreduce({"ring",
+                        "2(p-1) rounds of n/p: reduce-scatter then all-gather around the ranks",
+                        {"all_reduce"},
+                        topology::AlgorithmHome::kLinks,
+                        ring_seconds},
+                       allreduce_ring);
+}  // namespace
 
 }  // namespace domino::algorithms

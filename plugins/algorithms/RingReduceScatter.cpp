@@ -3,6 +3,7 @@
 
 #include "Algorithms.h"
 #include "Blocks.h"
+#include "Registration.h"
 #include "plugins/common/Dtype.h"
 #include "plugins/common/Reduction.h"
 
@@ -26,5 +27,14 @@ void reduce_scatter_ring(PeerLinks& links, const void* send, void* recv, size_t 
   if (block_bytes > 0) std::memcpy(recv, at(rank), block_bytes);
   if (op == DOMINO_AVG) divide_buffer(recv, block_count, dtype, size);
 }
+
+namespace {
+const bool registered =
+    register_algorithm({"ring",
+                        "p-1 rounds of one block around the ranks, reduced on the way",
+                        {"reduce_scatter"},
+                        topology::AlgorithmHome::kLinks,
+                        nullptr});
+}  // namespace
 
 }  // namespace domino::algorithms

@@ -24,6 +24,10 @@ struct PluginTable {
                        domino_redop_t op, char* err, size_t n) {
     return guard_abi(err, n, [&] { self(c).allreduce(*send, *recv, op); });
   }
+  static int allreduce_with(domino_comm_t* c, const domino_buffer_t* send, domino_buffer_t* recv,
+                            domino_redop_t op, const char* algorithm, char* err, size_t n) {
+    return guard_abi(err, n, [&] { self(c).allreduce(*send, *recv, op, algorithm); });
+  }
   static int barrier(domino_comm_t* c, char* err, size_t n) {
     return guard_abi(err, n, [&] { self(c).barrier(); });
   }
@@ -100,7 +104,24 @@ struct PluginTable {
             recv,
             nullptr,
             nullptr,
-            set_timeout};
+            set_timeout,
+            nullptr,
+            nullptr,
+            nullptr,
+            named_allreduce()};
+  }
+
+ private:
+  // Impls whose all-reduce takes the router's choice by name (the shared algorithms).
+  static constexpr auto named_allreduce() {
+    using Entry = decltype(domino_plugin_t::allreduce_with);
+    if constexpr (requires(Impl & impl, const domino_buffer_t& b, domino_buffer_t& r) {
+                    impl.allreduce(b, r, DOMINO_SUM, static_cast<const char*>(nullptr));
+                  }) {
+      return static_cast<Entry>(allreduce_with);
+    } else {
+      return static_cast<Entry>(nullptr);
+    }
   }
 };
 

@@ -125,15 +125,20 @@ bool Communicator::native(Entry entry, const char* op, const domino_buffer_t& me
   raise(plugin_, status, err, op);
 }
 
-void Communicator::allreduce(const domino_buffer_t& send, domino_buffer_t& recv,
-                             domino_redop_t op) {
-  if (native(plugin_->allreduce, "allreduce", recv, &send, &recv, op)) return;
+void Communicator::allreduce(const domino_buffer_t& send, domino_buffer_t& recv, domino_redop_t op,
+                             std::string_view algorithm) {
+  if (!algorithm.empty() && plugin_->allreduce_with != nullptr) {
+    const std::string name(algorithm);
+    if (native(plugin_->allreduce_with, "allreduce", recv, &send, &recv, op, name.c_str())) return;
+  } else if (native(plugin_->allreduce, "allreduce", recv, &send, &recv, op)) {
+    return;
+  }
   const size_t bytes = recv.count * dtype_size(recv.dtype);
   if (send.ptr != recv.ptr && bytes > 0) std::memcpy(recv.ptr, send.ptr, bytes);
-  const auto algorithm =
-      algorithms::resolve_allreduce_algorithm(links_allreduce_, bytes, size_, small_message_bytes_);
+  const std::string_view chosen = algorithms::resolve_allreduce_algorithm(
+      algorithm, links_allreduce_, bytes, size_, small_message_bytes_);
   PluginLinks l = links("allreduce");
-  algorithms::run_allreduce(l, algorithm, recv.ptr, recv.count, recv.dtype, op);
+  algorithms::run_allreduce(l, chosen, recv.ptr, recv.count, recv.dtype, op);
 }
 
 void Communicator::barrier() {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "domino/plugin.h"
 #include "plugins/algorithms/AllreduceChoice.h"
@@ -34,7 +35,10 @@ class Communicator {
   // transport keeps the one it was created with.
   bool set_timeout(int64_t timeout_ms);
 
-  void allreduce(const domino_buffer_t& send, domino_buffer_t& recv, domino_redop_t op);
+  // algorithm: the all-reduce the router chose for this call, by its table name; empty: the
+  // transport's own choice (or the one forced at creation).
+  void allreduce(const domino_buffer_t& send, domino_buffer_t& recv, domino_redop_t op,
+                 std::string_view algorithm = {});
   void barrier();
   void broadcast(domino_buffer_t& buffer, int root);
   void reduce(const domino_buffer_t& send, domino_buffer_t& recv, domino_redop_t op, int root);
@@ -69,7 +73,7 @@ class Communicator {
   int rank_ = 0;
   int size_ = 1;
   std::string group_;
-  algorithms::AllreduceAlgorithm links_allreduce_ = algorithms::AllreduceAlgorithm::kAuto;
+  std::string links_allreduce_;  // forced at creation, for the links; "" for none
   size_t small_message_bytes_ = algorithms::kDefaultSmallMessageBytes;
 };
 

@@ -243,16 +243,15 @@ class UcxCommunicator::Links final : public algorithms::PeerLinks {
 };
 
 void UcxCommunicator::allreduce(const domino_buffer_t& send, const domino_buffer_t& recv,
-                                domino_redop_t op) {
+                                domino_redop_t op, const char* algorithm) {
   const size_t bytes = recv.count * dtype_size(recv.dtype);
   if (send.ptr != recv.ptr && bytes > 0) std::memcpy(recv.ptr, send.ptr, bytes);
   if (size_ == 1) return;  // AVG over one rank is the value itself
-  const algorithms::AllreduceAlgorithm algorithm =
-      algorithms::resolve_allreduce_algorithm(algorithm_, bytes, size_, small_message_bytes_);
-  const Call call = start_collective("allreduce", algorithms::allreduce_algorithm_name(algorithm),
-                                     recv.dtype, op);
+  const std::string chosen(algorithms::resolve_allreduce_algorithm(
+      algorithm != nullptr ? algorithm : "", algorithm_, bytes, size_, small_message_bytes_));
+  const Call call = start_collective("allreduce", chosen.c_str(), recv.dtype, op);
   Links links(*this, call);
-  algorithms::run_allreduce(links, algorithm, recv.ptr, recv.count, recv.dtype, op);
+  algorithms::run_allreduce(links, chosen, recv.ptr, recv.count, recv.dtype, op);
 }
 
 void UcxCommunicator::reduce_scatter(const domino_buffer_t& send, const domino_buffer_t& recv,

@@ -26,7 +26,10 @@ class UcxCommunicator {
   UcxCommunicator& operator=(const UcxCommunicator&) = delete;
   ~UcxCommunicator();
 
-  void allreduce(const domino_buffer_t& send, const domino_buffer_t& recv, domino_redop_t op);
+  // algorithm: the one the router chose for this call (ABI allreduce_with); nullptr or "":
+  // the one forced at creation, else the size rule.
+  void allreduce(const domino_buffer_t& send, const domino_buffer_t& recv, domino_redop_t op,
+                 const char* algorithm = nullptr);
   void reduce(const domino_buffer_t& send, const domino_buffer_t& recv, domino_redop_t op,
               int root);
   void broadcast(const domino_buffer_t& buffer, int root);
@@ -74,7 +77,7 @@ class UcxCommunicator {
   std::string group_;
   std::atomic<std::chrono::milliseconds> timeout_;
   size_t small_message_bytes_;
-  algorithms::AllreduceAlgorithm algorithm_;
+  std::string algorithm_;  // forced at creation; "" for none
   uint64_t comm_id_;
   std::vector<std::string> peer_addresses_;
   UcxWorker& worker_;

@@ -13,6 +13,7 @@
 #include "config/WireSettings.h"
 #include "engine/PlanTrial.h"
 #include "plugins/common/Reduction.h"
+#include "topology/AlgorithmTable.h"
 
 namespace py = pybind11;
 
@@ -70,24 +71,22 @@ py::dict routing_dict(const domino::ProcessGroupDomino& pg, const std::vector<si
   out["measured_up_to_bytes"] =
       router.multi_host() && !router.options().forced_plan ? domino::PlanTrial::kMaxBytes : 0;
   py::list plans;
-  for (topo::Collective op : topo::all_collectives()) {
-    for (size_t bytes : sizes) {
-      const topo::Plan chosen = router.choose(op, bytes);
-      py::dict entry;
-      entry["op"] = topo::collective_name(op);
-      entry["bytes"] = bytes;
-      entry["plan"] = topo::plan_name(chosen.kind);
-      entry["algorithm"] = chosen.inter_algorithm;
-      entry["chunks"] = chosen.chunks;
-      entry["predicted_us"] = chosen.predicted_us;
-      entry["forced"] = chosen.forced;
-      py::dict alternatives;
-      for (const topo::Plan& p : router.candidates(op, bytes)) {
-        alternatives[py::str(topo::plan_name(p.kind))] = p.predicted_us;
-      }
-      entry["alternatives_us"] = alternatives;
-      plans.append(entry);
+  for (const topo::RoutingRow& row : pg.routing_report(sizes)) {
+    py::dict entry;
+    entry["op"] = topo::collective_name(row.op);
+    entry["bytes"] = row.bytes;
+    entry["plan"] = topo::plan_name(row.chosen.kind);
+    entry["steps"] = row.chosen.describe();
+    entry["algorithm"] = row.chosen.inter_algorithm();
+    entry["chunks"] = row.chosen.chunks;
+    entry["predicted_us"] = row.chosen.predicted_us;
+    entry["forced"] = row.chosen.forced;
+    py::dict alternatives;
+    for (const topo::Plan& p : row.alternatives) {
+      alternatives[py::str(topo::plan_name(p.kind))] = p.predicted_us;
     }
+    entry["alternatives_us"] = alternatives;
+    plans.append(entry);
   }
   out["plans"] = plans;
   return out;
@@ -262,6 +261,27 @@ PYBIND11_MODULE(_C, m) {
 
   m.def("reduction_isa", &domino::reduction_isa,
         "Instruction set the reduction kernels dispatched to on this CPU.");
+  m.def(
+      "algorithms",
+      [] {
+        namespace topo = domino::topology;
+        py::list out;
+        for (const topo::AlgorithmEntry& e : topo::algorithm_table()) {
+          py::dict entry;
+          entry["name"] = std::string(e.name);
+          entry["description"] = std::string(e.description);
+          py::list ops;
+          for (std::string_view op : e.ops) ops.append(std::string(op));
+          entry["ops"] = ops;
+          entry["runs_on"] = e.home == topo::AlgorithmHome::kLinks ? "links" : "shm";
+          entry["modeled"] = e.allreduce_seconds != nullptr;
+          out.append(entry);
+        }
+        return out;
+      },
+      "The algorithm table: every collective algorithm of this build, what it serves and where "
+      "it runs (links: over any transport's point-to-point messages; shm: the shared-memory "
+      "transport's own).");
 
   register_overlap(m);
 }

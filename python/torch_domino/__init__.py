@@ -14,7 +14,7 @@ import torch
 import torch.distributed as dist
 
 from . import _C
-from ._C import Options, ProcessGroupDomino
+from ._C import Options, ProcessGroupDomino, algorithms
 
 __all__ = [
     "Options",
@@ -24,6 +24,7 @@ __all__ = [
     "priority",
     "handles",
     "topology",
+    "algorithms",
 ]
 
 BACKEND_NAME = "domino"

@@ -84,16 +84,15 @@ def _print_routing(routing: dict) -> None:
     print("cost model: " + ", ".join(
         f"{level} {c['latency_us']:.1f} us + bytes / {c['gbytes_per_s']:.2f} GB/s ({c['source']})"
         for level, c in costs.items()))
-    print(f"inter-host all-reduce: recursive doubling up to {_size(routing['inter_small_message_bytes'])}")
     if routing["measured_up_to_bytes"]:
         print(f"all-reduces up to {_size(routing['measured_up_to_bytes'])} across hosts: "
               "plan measured on the group's first calls (DOMINO_LOG=info)")
-    print(f"{'op':<15}{'size':>9}  {'plan':<13}{'algorithm':<24}{'predicted':>12}  alternatives")
+    print(f"{'op':<15}{'size':>9}  {'plan':<13}{'predicted':>12}  {'steps (op@level:algorithm, xN: pipelined in N chunks)':<82}"
+          "alternatives")
     for p in routing["plans"]:
         others = ", ".join(f"{k} {v:.0f} us" for k, v in p["alternatives_us"].items() if k != p["plan"])
-        chunks = f" x{p['chunks']}" if p["chunks"] > 1 else ""
         print(f"{p['op']:<15}{_size(p['bytes']):>9}  {p['plan'] + ('*' if p['forced'] else ''):<13}"
-              f"{(p['algorithm'] or '-') + chunks:<24}{p['predicted_us']:>9.1f} us  {others}")
+              f"{p['predicted_us']:>9.1f} us  {p['steps']:<80}  {others}")
 
 
 def main(argv=None) -> int:

@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <stdexcept>
 #include <string>
 
 #include "config/Settings.h"
 #include "plugins/algorithms/AllreduceChoice.h"
+#include "plugins/algorithms/Registration.h"
 #include "plugins/common/TransportError.h"
 #include "topology/AlgorithmTable.h"
 
@@ -35,30 +37,60 @@ TEST(AlgorithmTable, EveryAllReduceOverLinksRunsUnderItsNameAndHasACost) {
       continue;
     ++count;
     const std::string name(entry.name);
-    const auto algorithm = algorithms::parse_allreduce_algorithm(name.c_str(), "test");
-    EXPECT_EQ(algorithms::allreduce_algorithm_name(algorithm), name);
+    EXPECT_EQ(algorithms::parse_allreduce_algorithm(name.c_str(), "test"), name);
+    EXPECT_NE(algorithms::find_allreduce(name), nullptr) << name;
     ASSERT_NE(entry.allreduce_seconds, nullptr) << name;
     topology::LinkCost link{30, 1.2};
     EXPECT_GT(entry.allreduce_seconds(4, 1 << 20, 1, link), 0) << name;
   }
+  // Registered by their own files, none of which the rest of the build calls: the whole
+  // archive is linked.
   EXPECT_EQ(count, 3);
   EXPECT_THROW(algorithms::parse_allreduce_algorithm("rsag", "test"), TransportError);
   EXPECT_EQ(topology::algorithm_names("all_reduce", AlgorithmHome::kLinks),
-            "ring, recursive_doubling, rabenseifner");
+            "rabenseifner, recursive_doubling, ring");
   EXPECT_EQ(topology::algorithm_names("all_reduce", AlgorithmHome::kShm), "direct, rsag");
+  for (const char* op : {"all_gather", "reduce_scatter", "broadcast", "reduce", "gather", "scatter",
+                         "all_to_all", "barrier"}) {
+    EXPECT_FALSE(topology::algorithm_names(op, AlgorithmHome::kLinks).empty()) << op;
+  }
 }
 
-TEST(AlgorithmTable, TheSizeRuleIsTheOneTheTransportsRun) {
+TEST(AlgorithmTable, ANameTakenTwiceIsRefused) {
+  EXPECT_THROW(
+      topology::add_algorithm({"ring", "again", {"all_reduce"}, AlgorithmHome::kLinks, nullptr}),
+      std::logic_error);
+}
+
+TEST(AlgorithmTable, TheSizeRuleIsWhatTransportsRunWhenNothingIsHandedDown) {
   EXPECT_EQ(topology::auto_links_allreduce(4096, 4, 65536), "recursive_doubling");
   EXPECT_EQ(topology::auto_links_allreduce(1 << 20, 4, 65536), "rabenseifner");
   EXPECT_EQ(topology::auto_links_allreduce(1 << 20, 6, 65536), "ring");
-  for (size_t bytes : {size_t{0}, size_t{65536}, size_t{65537}, size_t{1} << 24}) {
-    for (int ranks : {2, 3, 4, 6, 8}) {
-      EXPECT_EQ(algorithms::allreduce_algorithm_name(
-                    algorithms::auto_allreduce_algorithm(bytes, ranks, 65536)),
-                topology::auto_links_allreduce(bytes, ranks, 65536));
+  EXPECT_EQ(algorithms::resolve_allreduce_algorithm("", "", 4096, 4, 65536), "recursive_doubling");
+  EXPECT_EQ(algorithms::resolve_allreduce_algorithm("", "ring", 4096, 4, 65536), "ring");
+  EXPECT_EQ(algorithms::resolve_allreduce_algorithm("rabenseifner", "ring", 4096, 4, 65536),
+            "rabenseifner");
+}
+
+TEST(AlgorithmTable, TheCheapestAllReduceIsTheTablesOwnCostMinimum) {
+  const topology::LinkCost link{30, 1.2};
+  for (int ranks : {2, 3, 4, 6, 8}) {
+    for (double bytes : {64.0, 65536.0, 1048576.0, 67108864.0}) {
+      double seconds = 0;
+      const auto* best = topology::cheapest_links_allreduce(ranks, bytes, 1, link, &seconds);
+      ASSERT_NE(best, nullptr);
+      for (const auto& entry : topology::algorithm_table()) {
+        if (entry.allreduce_seconds == nullptr || entry.home != AlgorithmHome::kLinks) continue;
+        EXPECT_LE(seconds, entry.allreduce_seconds(ranks, bytes, 1, link)) << entry.name;
+      }
     }
   }
+  double seconds = 0;
+  EXPECT_EQ(topology::cheapest_links_allreduce(4, 64, 1, link, &seconds)->name,
+            "recursive_doubling");
+  EXPECT_EQ(topology::cheapest_links_allreduce(4, 64 << 20, 1, link, &seconds)->name,
+            "rabenseifner");
+  EXPECT_EQ(topology::cheapest_links_allreduce(6, 64 << 20, 1, link, &seconds)->name, "ring");
 }
 
 TEST(AlgorithmTable, RecursiveDoublingWinsOnlyForSmallMessages) {
@@ -77,7 +109,7 @@ TEST(AlgorithmTable, DominoAlgoTakesItsNamesFromTheTable) {
     parse_settings({{"DOMINO_ALGO", "binomial_tree"}});
     FAIL() << "binomial_tree is not an all-reduce algorithm";
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("(ring, recursive_doubling, rabenseifner)"),
+    EXPECT_NE(std::string(e.what()).find("(rabenseifner, recursive_doubling, ring)"),
               std::string::npos)
         << e.what();
   }

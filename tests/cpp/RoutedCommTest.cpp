@@ -13,11 +13,8 @@
 #include <tuple>
 
 #include "engine/RoutedComm.h"
-#include "plugins/shm/ShmPlugin.h"
-#include "plugins/ucx/UcxPlugin.h"
 #include "support/CollectiveChecks.h"
-#include "support/FileBootstrap.h"
-#include "support/ForkRanks.h"
+#include "support/RoutedGroup.h"
 
 namespace domino {
 namespace {
@@ -112,40 +109,6 @@ struct Layout {
 using Case = std::tuple<Layout, PlanKind>;
 class RoutedCommLayouts : public ::testing::TestWithParam<Case> {};
 
-// Forks one rank per host label, each with a RoutedComm over real shm and UCX communicators;
-// body's text is the rank's verdict.
-std::vector<testing::RankOutcome> run_routed(
-    const std::vector<std::string>& hosts, const topology::RouterOptions& options,
-    const std::function<std::string(int, int, RoutedComm&)>& body) {
-  const topology::GroupLayout layout = topology::layout_from_host_ids(hosts);
-  const int size = static_cast<int>(hosts.size());
-  const std::string directory = testing::make_temp_directory();
-  auto outcomes = testing::fork_ranks(size, [&](int rank) {
-    const topology::Router router(layout, topology::CostModel{}, options);
-    std::vector<std::unique_ptr<testing::FileBootstrap>> bootstraps;
-    auto make = [&](const RoutedComm::Spec& spec) {
-      const std::string scope = directory + "/" + (spec.name.empty() ? "flat" : spec.name);
-      std::filesystem::create_directories(scope);
-      bootstraps.push_back(std::make_unique<testing::FileBootstrap>(scope));
-      domino_comm_config_t config{};
-      for (size_t i = 0; i < spec.members.size(); ++i) {
-        if (spec.members[i] == rank) config.rank = static_cast<int32_t>(i);
-      }
-      config.size = static_cast<int32_t>(spec.members.size());
-      const std::string name = "routed/" + spec.name;
-      config.group_name = name.c_str();
-      config.timeout_ms = 30000;
-      config.bootstrap = bootstraps.back()->table();
-      return std::make_unique<Communicator>(spec.inter ? domino_ucx_plugin() : domino_shm_plugin(),
-                                            config);
-    };
-    RoutedComm comm(router, rank, make);
-    return body(rank, size, comm);
-  });
-  std::filesystem::remove_all(directory);
-  return outcomes;
-}
-
 TEST_P(RoutedCommLayouts, EveryOpMatchesALocalReference) {
   const auto& [layout_case, plan] = GetParam();
   const topology::GroupLayout layout = topology::layout_from_host_ids(layout_case.hosts);
@@ -154,7 +117,7 @@ TEST_P(RoutedCommLayouts, EveryOpMatchesALocalReference) {
   topology::RouterOptions options;
   options.forced_plan = plan;
   const auto outcomes =
-      run_routed(layout_case.hosts, options, [&](int rank, int, RoutedComm& comm) {
+      testing::run_routed(layout_case.hosts, options, [&](int rank, int, RoutedComm& comm) {
         std::string e = check_allreduce(rank, size, comm, topology::plan_name(plan));
         if (e.empty()) e = check_two_level_ops(rank, size, comm, plan);
         return e.empty() ? testing::run_all_collectives(rank, size, comm) : e;
@@ -168,7 +131,7 @@ TEST_P(RoutedCommLayouts, EveryOpMatchesALocalReference) {
 TEST(RoutedComm, SmallAllReducesTryEachPlanThenAllRanksAdoptTheSame) {
   const std::vector<std::string> hosts = {"a", "a", "b", "b"};
   const auto outcomes =
-      run_routed(hosts, {}, [](int rank, int size, RoutedComm& comm) -> std::string {
+      testing::run_routed(hosts, {}, [](int rank, int size, RoutedComm& comm) -> std::string {
         std::vector<std::string> plans;
         const int trial_calls = PlanTrial::kRounds * PlanTrial::kCallsPerBlock * 3;
         for (int call = 0; call < trial_calls + 5; ++call) {

@@ -2,6 +2,9 @@
 // works and never yields an infeasible plan, and that predictions follow the cost model.
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
+#include "topology/AlgorithmTable.h"
 #include "topology/Router.h"
 
 namespace domino::topology {
@@ -65,7 +68,7 @@ TEST(Router, LargeAllReduceAcrossHostsIsHierarchicalSmallIsLatencyOptimal) {
   EXPECT_EQ(router.choose(Collective::kAllReduce, 16u << 20).kind, PlanKind::kHierarchical);
   const Plan small = router.choose(Collective::kAllReduce, 64);
   EXPECT_NE(small.kind, PlanKind::kFlatIntra);
-  EXPECT_EQ(small.inter_algorithm, "recursive_doubling");
+  EXPECT_EQ(small.inter_algorithm(), "recursive_doubling");
   // The split-rail plan moves 1/L of the message per rail: cheaper than the flat ring by the
   // model at any large size.
   const auto plans = router.candidates(Collective::kAllReduce, 16u << 20);
@@ -127,7 +130,7 @@ TEST(Router, ForcedPlanAndAlgorithmAreHonouredWhereFeasible) {
   const Plan plan = router.choose(Collective::kAllReduce, 16u << 20);
   EXPECT_EQ(plan.kind, PlanKind::kLeader);
   EXPECT_TRUE(plan.forced);
-  EXPECT_EQ(plan.inter_algorithm, "ring");
+  EXPECT_EQ(plan.inter_algorithm(), "ring");
 }
 
 TEST(Router, SlowerLinksMoveTheSmallMessageThresholdAndCosts) {
@@ -141,10 +144,43 @@ TEST(Router, SlowerLinksMoveTheSmallMessageThresholdAndCosts) {
             fast_router.choose(Collective::kAllReduce, 1 << 20).predicted_us);
   // Recursive doubling wins below the threshold and loses above it.
   const size_t threshold = fast_router.inter_small_message_bytes();
-  EXPECT_EQ(fast_router.choose(Collective::kAllReduce, threshold).inter_algorithm,
+  EXPECT_EQ(fast_router.choose(Collective::kAllReduce, threshold).inter_algorithm(),
             "recursive_doubling");
-  EXPECT_NE(fast_router.choose(Collective::kAllReduce, threshold * 64).inter_algorithm,
+  EXPECT_NE(fast_router.choose(Collective::kAllReduce, threshold * 64).inter_algorithm(),
             "recursive_doubling");
+}
+
+TEST(Router, APlanIsItsStepsWithTheAlgorithmEachHandsDown) {
+  const Router router(kTwoByTwo, CostModel{}, {});
+  const Plan big = router.choose(Collective::kAllReduce, 16u << 20);
+  ASSERT_EQ(big.kind, PlanKind::kHierarchical);
+  ASSERT_EQ(big.steps.size(), 3u);
+  EXPECT_EQ(big.steps[0].level, Level::kHost);
+  EXPECT_FALSE(big.steps[0].inter);
+  EXPECT_EQ(big.steps[1].level, Level::kRail);
+  EXPECT_TRUE(big.steps[1].inter);
+  // The rail's all-reduce: the table's cheapest for one chunk's slice, 2 hosts, 2 rails a link.
+  double seconds = 0;
+  const auto* cheapest =
+      cheapest_links_allreduce(2, (16u << 20) / 2.0 / 8, 2, CostModel{}.inter, &seconds);
+  ASSERT_NE(cheapest, nullptr);
+  EXPECT_EQ(big.algorithm_of(Level::kRail, Collective::kAllReduce), cheapest->name);
+  EXPECT_EQ(big.describe(), "reduce_scatter@host > all_reduce@rail:" + std::string(cheapest->name) +
+                                " > all_gather@host x8");
+  RouterOptions leader;
+  leader.forced_plan = PlanKind::kLeader;
+  const Router by_leaders(kTwoByTwo, CostModel{}, leader);
+  EXPECT_EQ(by_leaders.choose(Collective::kBroadcast, 1 << 20).describe(),
+            "broadcast@host > broadcast@leaders:binomial_tree > broadcast@host");
+  EXPECT_EQ(Router(kOneHost, CostModel{}, {}).choose(Collective::kAllGather, 64).describe(),
+            "all_gather@group");
+  // A transport whose collectives are its own is handed no name, and the report says none.
+  RouterOptions own;
+  own.inter_runs_table = false;
+  const Plan theirs = Router(kTwoByTwo, CostModel{}, own).choose(Collective::kAllReduce, 64);
+  EXPECT_EQ(theirs.inter_algorithm(), "");
+  for (const Step& step : theirs.steps) EXPECT_EQ(step.algorithm, "");
+  EXPECT_THROW(router.plan(PlanKind::kLeader, Collective::kAllGather, 64), std::invalid_argument);
 }
 
 TEST(Router, CostStringsParseOrNameTheVariable) {

@@ -11,6 +11,7 @@
 #include <tuple>
 #include <vector>
 
+#include "plugins/algorithms/AllreduceChoice.h"
 #include "plugins/common/TransportError.h"
 #include "support/CollectiveChecks.h"
 #include "support/ShmGroup.h"
@@ -52,12 +53,37 @@ INSTANTIATE_TEST_SUITE_P(WorldSizesAndAlgorithms, UcxCollectives,
                                   std::get<1>(info.param);
                          });
 
-TEST(UcxCollectives, AutoPicksByMessageSizeAndWorld) {
-  using namespace algorithms;
-  EXPECT_EQ(auto_allreduce_algorithm(4096, 4, 65536), AllreduceAlgorithm::kRecursiveDoubling);
-  EXPECT_EQ(auto_allreduce_algorithm(1 << 20, 4, 65536), AllreduceAlgorithm::kRabenseifner);
-  EXPECT_EQ(auto_allreduce_algorithm(1 << 20, 6, 65536), AllreduceAlgorithm::kRing);
-  EXPECT_THROW(parse_allreduce_algorithm("bogus", "ucx"), TransportError);
+TEST(UcxCollectives, TheNameHandedDownRunsAndAnUnknownOneIsRefused) {
+  EXPECT_THROW(algorithms::parse_allreduce_algorithm("bogus", "ucx"), TransportError);
+  testing::UcxGroup group;
+  // Created with ring forced; each call names another (as the router hands its choice down).
+  const auto outcomes = group.run(
+      3, 20000,
+      [](int rank, UcxCommunicator& comm) -> std::string {
+        for (const char* name : {"recursive_doubling", "rabenseifner", "ring"}) {
+          std::vector<int64_t> data(1001, rank + 1);
+          comm.allreduce(buf(data), buf(data), DOMINO_SUM, name);
+          for (int64_t x : data) {
+            if (x != 6) return std::string(name) + " gave " + std::to_string(x);
+          }
+        }
+        std::vector<int64_t> data(4, 1);
+        try {
+          comm.allreduce(buf(data), buf(data), DOMINO_SUM, "bogus");
+        } catch (const TransportError& e) {
+          return e.status() == DOMINO_ERR_INVALID &&
+                         std::string(e.what()).find("no all-reduce algorithm 'bogus'") !=
+                             std::string::npos
+                     ? std::string()
+                     : std::string("wrong refusal: ") + e.what();
+        }
+        return std::string("bogus ran");
+      },
+      0, "ring");
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(outcomes[r].exit_code, 0) << "rank " << r << ": " << outcomes[r].message;
+    EXPECT_EQ(outcomes[r].message, "") << "rank " << r;
+  }
 }
 
 TEST(UcxPointToPoint, AnySourceReportsTheSenderAndTagsMatch) {

@@ -48,6 +48,10 @@ def test_a_group_across_hosts_reports_hosts_transports_and_plans(tmp_path):
         plans = {(p["op"], p["bytes"]): p for p in routing["plans"]}
         assert plans[("all_reduce", 64 << 20)]["plan"] in ("hierarchical", "leader", "flat_inter")
         assert plans[("all_gather", 8)]["plan"] == "flat_inter"
+        assert plans[("all_gather", 8)]["steps"] == "all_gather@group:ring"
+        # The inter-host all-reduce step names what UCX is handed with the call.
+        assert plans[("all_reduce", 8)]["algorithm"] in ("ring", "recursive_doubling", "rabenseifner")
+        assert plans[("all_reduce", 8)]["steps"].endswith(":" + plans[("all_reduce", 8)]["algorithm"])
         assert all(p["predicted_us"] > 0 for p in routing["plans"] if p["op"] != "barrier")
 
 
@@ -73,6 +77,17 @@ def test_configured_costs_and_forced_plans_show_in_the_report(tmp_path):
                                                   "source": "configured"}
         big = next(p for p in routing["plans"] if p["op"] == "all_reduce" and p["bytes"] == 64 << 20)
         assert big["plan"] == "leader" and big["forced"] and big["algorithm"] == "ring"
+        assert big["steps"] == "all_reduce@leaders:ring", big  # one rank per host: no host steps
+
+
+def test_the_algorithm_table_lists_what_the_router_may_hand_down():
+    import torch_domino
+    table = {(a["name"], op, a["runs_on"]) for a in torch_domino.algorithms() for op in a["ops"]}
+    for name in ("ring", "recursive_doubling", "rabenseifner"):
+        assert (name, "all_reduce", "links") in table
+    assert ("rsag", "all_reduce", "shm") in table and ("binomial_tree", "broadcast", "links") in table
+    modeled = {a["name"] for a in torch_domino.algorithms() if a["modeled"]}
+    assert modeled == {"ring", "recursive_doubling", "rabenseifner"}
 
 
 def test_ranks_spread_over_the_numa_nodes_of_a_two_socket_host():

@@ -11,7 +11,7 @@
 extern "C" {
 #endif
 
-#define DOMINO_PLUGIN_ABI_VERSION 5u
+#define DOMINO_PLUGIN_ABI_VERSION 6u
 #define DOMINO_PLUGIN_INIT_SYMBOL "domino_plugin_init"
 
 typedef enum domino_dtype {
@@ -171,14 +171,22 @@ typedef struct domino_plugin {
    * link_wait returns. Any failed link call drops every message posted since the last link_wait,
    * and a failed link_wait leaves comm broken (DOMINO_ERR_TIMEOUT or DOMINO_ERR_PEER, never
    * MISMATCH: the message streams are out of step). A plugin with all three gains every collective
-   * entry it leaves NULL: the backend runs ring, recursive doubling, Rabenseifner
-   * (config->algorithm names them), binomial trees, direct gather, scatter and all-to-all, and a
-   * dissemination barrier over its links. Host memory only. */
+   * entry it leaves NULL: the backend runs ring, recursive doubling, Rabenseifner or any other
+   * all-reduce of its table (the router's choice per call), binomial trees, direct gather, scatter
+   * and all-to-all, and a dissemination barrier over its links. Host memory only. */
   int (*link_send)(domino_comm_t* comm, const void* data, size_t bytes, int32_t peer, char* err,
                    size_t err_size);
   int (*link_recv)(domino_comm_t* comm, void* data, size_t bytes, int32_t peer, char* err,
                    size_t err_size);
   int (*link_wait)(domino_comm_t* comm, char* err, size_t err_size);
+  /* All-reduce by the algorithm the backend's router chose for this call, by its name in the
+   * backend's algorithm table (torch_domino.algorithms() lists them: "ring",
+   * "recursive_doubling", "rabenseifner", ...), for a plugin that runs the table's algorithms
+   * over messages of its own. A name the plugin lacks fails with DOMINO_ERR_INVALID. NULL: the
+   * backend calls allreduce, which chooses for itself, or, without it, runs the named algorithm
+   * over the plugin's links. (Added in ABI 6.) */
+  int (*allreduce_with)(domino_comm_t* comm, const domino_buffer_t* send, domino_buffer_t* recv,
+                        domino_redop_t op, const char* algorithm, char* err, size_t err_size);
 } domino_plugin_t;
 
 /* The one symbol a plugin library exports. Returns NULL if it cannot serve abi_version. */
