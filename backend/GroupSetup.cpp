@@ -9,6 +9,7 @@
 #include "ProcessGroupDomino.h"
 #include "StoreBootstrap.h"
 #include "config/Log.h"
+#include "config/Record.h"
 #include "config/WireSettings.h"
 #include "engine/LinkProbe.h"
 #include "plugins/registry/Communicator.h"
@@ -120,22 +121,29 @@ topology::Router ProcessGroupDomino::agree_on_routing(const std::string& host_li
     // The router prices in-host steps as collectives (single-copy reads), not as sends.
     measure(costs.intra, plugin_, layout_.host_ranks[0][1], "intra", "DOMINO_COST_INTRA", true);
   }
-  auto encode = [](const topology::LinkCost& c) {
-    return std::to_string(c.latency_us) + ";" + std::to_string(c.gbytes_per_s) + ";" + c.source;
-  };
   // The plan settings are rank 0's already (agree_on_wire_settings); the measured costs are
   // rank 0's too, where nothing was configured.
-  const std::string mine = encode(costs.intra) + ";" + encode(costs.inter);
-  const std::string agreed = rank0s("domino/routing", mine);
-  std::vector<std::string> fields;
-  for (size_t start = 0;;) {
-    const size_t end = agreed.find(';', start);
-    fields.push_back(agreed.substr(start, end == std::string::npos ? end : end - start));
-    if (end == std::string::npos) break;
-    start = end + 1;
+  RecordFields mine;
+  for (const auto& [level, cost] : {std::pair{"intra", &costs.intra}, {"inter", &costs.inter}}) {
+    mine.emplace_back(std::string(level) + ".latency_us", exact_number(cost->latency_us));
+    mine.emplace_back(std::string(level) + ".gbytes_per_s", exact_number(cost->gbytes_per_s));
+    mine.emplace_back(std::string(level) + ".source", cost->source);
   }
-  TORCH_CHECK(fields.size() == 6, "domino: init of ", label(), ": malformed routing record '",
-              agreed, "' from rank 0 (mixed torch-domino versions?)");
+  const std::string agreed = rank0s("domino/routing", encode_record(mine));
+  std::map<std::string, std::string> fields;
+  try {
+    fields = decode_record(agreed, "rank 0's routing record");
+    for (auto& [level, cost] : {std::pair{"intra", &costs.intra}, {"inter", &costs.inter}}) {
+      const std::string prefix(level);
+      *cost = {std::stod(fields.at(prefix + ".latency_us")),
+               std::stod(fields.at(prefix + ".gbytes_per_s")), fields.at(prefix + ".source")};
+    }
+  } catch (const std::exception& e) {
+    C10_THROW_ERROR(DistBackendError, std::string("domino: init of ") + label() +
+                                          ": rank 0's routing record '" + agreed +
+                                          "' cannot be read (" + e.what() +
+                                          "); mixed torch-domino versions?");
+  }
   topology::RouterOptions options;
   if (settings_.plan == "flat") {
     // One communicator over the group: the intra-host transport on one host (name another with
@@ -153,8 +161,6 @@ topology::Router ProcessGroupDomino::agree_on_routing(const std::string& host_li
       inter_plugin_->allreduce_with != nullptr ||
       (inter_plugin_->allreduce == nullptr && PluginLinks::available(inter_plugin_));
   options.rail_chunk_bytes = settings_.rail_chunk_bytes;
-  costs.intra = {std::stod(fields[0]), std::stod(fields[1]), fields[2]};
-  costs.inter = {std::stod(fields[3]), std::stod(fields[4]), fields[5]};
   log_line(LogLevel::kDebug, rank_, label() + ": host layout " + host_list);
   return topology::Router(layout_, costs, options);
 }

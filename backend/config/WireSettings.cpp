@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "Record.h"
+
 namespace domino {
 
 const std::vector<std::string>& wire_variables() {
@@ -17,34 +19,24 @@ const std::vector<std::string>& wire_variables() {
 }
 
 std::string wire_record(const std::map<std::string, std::string>& env) {
-  std::string record;
+  RecordFields fields;
   for (const std::string& name : wire_variables()) {
     const auto found = env.find(name);
-    if (found == env.end()) continue;
-    // A value with a newline cannot be one any parser accepts; it is refused there, not here.
-    std::string value = found->second;
-    std::replace(value.begin(), value.end(), '\n', ' ');
-    record += name + "=" + value + "\n";
+    if (found != env.end()) fields.emplace_back(name, found->second);
   }
-  return record;
+  return encode_record(fields);
 }
 
 AdoptedEnvironment adopt_wire_settings(const std::map<std::string, std::string>& own,
                                        const std::string& rank0_record, int rank) {
-  std::map<std::string, std::string> theirs;
-  for (size_t start = 0; start < rank0_record.size();) {
-    const size_t end = rank0_record.find('\n', start);
-    const std::string line = rank0_record.substr(start, end - start);
-    const size_t equals = line.find('=');
-    const std::string name = line.substr(0, equals);
-    const auto& names = wire_variables();
-    if (end == std::string::npos || equals == std::string::npos ||
-        std::find(names.begin(), names.end(), name) == names.end()) {
-      throw std::invalid_argument("rank 0's settings record has a line '" + line +
+  std::map<std::string, std::string> theirs =
+      decode_record(rank0_record, "rank 0's settings record");
+  const auto& names = wire_variables();
+  for (const auto& [name, value] : theirs) {
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+      throw std::invalid_argument("rank 0's settings record has a line '" + name + "=" + value +
                                   "' this build does not know (mixed torch-domino versions?)");
     }
-    theirs[name] = line.substr(equals + 1);
-    start = end + 1;
   }
   AdoptedEnvironment adopted{own, {}};
   auto shown = [](const std::map<std::string, std::string>& env, const std::string& name) {
