@@ -129,8 +129,13 @@ topology::Router ProcessGroupDomino::agree_on_routing(const std::string& host_li
     mine.emplace_back(std::string(level) + ".gbytes_per_s", exact_number(cost->gbytes_per_s));
     mine.emplace_back(std::string(level) + ".source", cost->source);
   }
+  // Whether the router's all-reduce names reach the inter-host transport: every rank must hand
+  // them down alike, or one runs the named algorithm while another runs the plugin's own.
+  const bool inter_runs_table = runs_algorithm_table(inter_plugin_);
+  mine.emplace_back("inter.runs_table", inter_runs_table ? "1" : "0");
   const std::string agreed = rank0s("domino/routing", encode_record(mine));
   std::map<std::string, std::string> fields;
+  bool rank0_runs_table = inter_runs_table;
   try {
     fields = decode_record(agreed, "rank 0's routing record");
     for (auto& [level, cost] : {std::pair{"intra", &costs.intra}, {"inter", &costs.inter}}) {
@@ -138,12 +143,21 @@ topology::Router ProcessGroupDomino::agree_on_routing(const std::string& host_li
       *cost = {std::stod(fields.at(prefix + ".latency_us")),
                std::stod(fields.at(prefix + ".gbytes_per_s")), fields.at(prefix + ".source")};
     }
+    rank0_runs_table = fields.at("inter.runs_table") == "1";
   } catch (const std::exception& e) {
     C10_THROW_ERROR(DistBackendError, std::string("domino: init of ") + label() +
                                           ": rank 0's routing record '" + agreed +
                                           "' cannot be read (" + e.what() +
                                           "); mixed torch-domino versions?");
   }
+  TORCH_CHECK(rank0_runs_table == inter_runs_table, "domino: init of ", label(),
+              ": the inter-host transport '", inter_plugin_->name, "' here ",
+              inter_runs_table ? "takes" : "does not take",
+              " the router's all-reduce algorithm per call (plugin ABI allreduce_with or links), "
+              "but rank 0's ",
+              rank0_runs_table ? "does" : "does not",
+              "; every rank must load the same build of that plugin (check DOMINO_PLUGIN_PATH on "
+              "each host).");
   topology::RouterOptions options;
   if (settings_.plan == "flat") {
     // One communicator over the group: the intra-host transport on one host (name another with
@@ -156,13 +170,16 @@ topology::Router ProcessGroupDomino::agree_on_routing(const std::string& host_li
     options.forced_plan = topology::PlanKind::kLeader;
   }
   options.forced_inter_algorithm = settings_.inter_algorithm;
-  // A transport whose own all-reduce takes no name chooses for itself: the report says so.
-  options.inter_runs_table =
-      inter_plugin_->allreduce_with != nullptr ||
-      (inter_plugin_->allreduce == nullptr && PluginLinks::available(inter_plugin_));
+  options.inter_runs_table = inter_runs_table;
   options.rail_chunk_bytes = settings_.rail_chunk_bytes;
   log_line(LogLevel::kDebug, rank_, label() + ": host layout " + host_list);
   return topology::Router(layout_, costs, options);
+}
+
+bool ProcessGroupDomino::runs_algorithm_table(const domino_plugin_t* plugin) {
+  // A transport whose own all-reduce takes no name chooses for itself: the report says so.
+  return plugin->allreduce_with != nullptr ||
+         (plugin->allreduce == nullptr && PluginLinks::available(plugin));
 }
 
 std::vector<topology::RoutingRow> ProcessGroupDomino::routing_report(

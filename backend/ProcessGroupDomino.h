@@ -275,6 +275,9 @@ class ProcessGroupDomino : public c10d::Backend {
   void bind();
   // Every rank publishes its host identity and reads everyone's.
   topology::GroupLayout exchange_layout();
+  // Whether plugin takes the router's all-reduce names per call (allreduce_with, or links and
+  // no all-reduce of its own); else the router hands it none.
+  static bool runs_algorithm_table(const domino_plugin_t* plugin);
   // Rank 0's value under key: rank 0 publishes mine, the others wait for it.
   std::string rank0s(const std::string& key, const std::string& mine);
   // env with rank 0's values of the settings that change what goes on the wire.

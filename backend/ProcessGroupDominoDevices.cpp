@@ -258,6 +258,7 @@ RoutedComm& ProcessGroupDomino::device_communicator(int lane, c10::Device device
         layout_.single_host() ? topology::PlanKind::kFlatIntra : topology::PlanKind::kFlatInter;
   }
   options.rail_chunk_bytes = 0;  // stream-ordered steps: NCCL pipelines within each
+  options.inter_runs_table = runs_algorithm_table(device_plugin_);
   slot->router = std::make_unique<topology::Router>(layout_, router_->costs(), options);
   void* native = device_runtime_->native_handle(stream);
   Communicator* root = nullptr;

@@ -57,7 +57,7 @@ export PATH="$VENV/bin:$PATH"
 # count too (git add -N is not needed).
 BUILT=(CMakeLists.txt cmake backend plugins topology overlap python pyproject.toml bench/CMakeLists.txt tests/cpp tests/plugins)
 SOURCE_HASH=$(cd "$ROOT" && git ls-files -s -- "${BUILT[@]}" 2>/dev/null | sha1sum | cut -d' ' -f1)
-DIRTY_HASH=$(cd "$ROOT" && { git diff HEAD -- "${BUILT[@]}"; git ls-files --others --exclude-standard -- "${BUILT[@]}" | xargs -r cat; } 2>/dev/null | sha1sum | cut -d' ' -f1)
+DIRTY_HASH=$(cd "$ROOT" && { git diff HEAD -- "${BUILT[@]}"; git ls-files -z --others --exclude-standard -- "${BUILT[@]}" | xargs -0 -r sha1sum -- || true; } 2>/dev/null | sha1sum | cut -d' ' -f1)
 BUILD_STAMP="$ROOT/build/python/.installed-${SOURCE_HASH}-${DIRTY_HASH}"
 INSTALLED_FROM=$("$VENV/bin/python" -c "import torch_domino, pathlib; print(pathlib.Path(torch_domino.__file__).with_name('.source').read_text())" 2>/dev/null || true)
 if [ -f "$BUILD_STAMP" ] && [ "$INSTALLED_FROM" = "$ROOT:$SOURCE_HASH-$DIRTY_HASH" ]; then

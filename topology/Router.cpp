@@ -64,6 +64,16 @@ double Router::inter_allreduce(int ranks, double bytes, int flows, std::string* 
     *algorithm = inter_name(options_.forced_inter_algorithm.c_str());
     return entry->allreduce_seconds(ranks, bytes, flows, costs_.inter);
   }
+  if (!options_.inter_runs_table) {
+    // The transport chooses for itself; price what the size rule it is given would take.
+    const AlgorithmEntry* entry = find_algorithm(
+        auto_links_allreduce(static_cast<size_t>(std::ceil(bytes)), ranks, inter_small_bytes_),
+        "all_reduce", AlgorithmHome::kLinks);
+    if (entry != nullptr && entry->allreduce_seconds != nullptr) {
+      algorithm->clear();
+      return entry->allreduce_seconds(ranks, bytes, flows, costs_.inter);
+    }
+  }
   double seconds = 0;
   const AlgorithmEntry* best =
       cheapest_links_allreduce(ranks, bytes, flows, costs_.inter, &seconds);

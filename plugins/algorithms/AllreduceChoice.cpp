@@ -33,8 +33,9 @@ std::string_view resolve_allreduce_algorithm(std::string_view handed_down, std::
 void run_allreduce(PeerLinks& links, std::string_view algorithm, void* data, size_t count,
                    int dtype, int op) {
   const AllreduceBody body = find_allreduce(algorithm);
-  if (body == nullptr)
-    throw TransportError(DOMINO_ERR_INVALID, links.where() + " " + no_such(algorithm));
+  if (body == nullptr) {
+    throw TransportError(DOMINO_ERR_UNSUPPORTED, links.where() + " " + no_such(algorithm));
+  }
   body(links, data, count, static_cast<domino_dtype_t>(dtype), static_cast<domino_redop_t>(op));
 }
 

@@ -21,7 +21,8 @@ std::string_view resolve_allreduce_algorithm(std::string_view handed_down, std::
 
 class PeerLinks;
 // Runs the all-reduce registered as `algorithm` in place, AVG included; throws
-// TransportError(INVALID) naming the transport's op for a name none has.
+// TransportError(UNSUPPORTED) naming the transport's op for a name none has (before any message,
+// so the caller may run another).
 void run_allreduce(PeerLinks& links, std::string_view algorithm, void* data, size_t count,
                    int dtype, int op);
 

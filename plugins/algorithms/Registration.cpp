@@ -29,6 +29,12 @@ bool register_allreduce(topology::AlgorithmEntry entry, AllreduceBody body) {
 }
 
 bool register_algorithm(topology::AlgorithmEntry entry) {
+  const bool allreduce =
+      std::find(entry.ops.begin(), entry.ops.end(), "all_reduce") != entry.ops.end();
+  if (allreduce && entry.home == topology::AlgorithmHome::kLinks) {
+    throw std::logic_error("all-reduce algorithm '" + std::string(entry.name) +
+                           "' needs its body: register it with register_allreduce");
+  }
   topology::add_algorithm(std::move(entry));
   return true;
 }

@@ -127,12 +127,18 @@ bool Communicator::native(Entry entry, const char* op, const domino_buffer_t& me
 
 void Communicator::allreduce(const domino_buffer_t& send, domino_buffer_t& recv, domino_redop_t op,
                              std::string_view algorithm) {
+  // The router's name first; a plugin refusing it (UNSUPPORTED, alike on every rank) gets its own
+  // all-reduce, then the links, as any refusal does.
   if (!algorithm.empty() && plugin_->allreduce_with != nullptr) {
     const std::string name(algorithm);
-    if (native(plugin_->allreduce_with, "allreduce", recv, &send, &recv, op, name.c_str())) return;
-  } else if (native(plugin_->allreduce, "allreduce", recv, &send, &recv, op)) {
-    return;
+    const std::string label = "allreduce (" + name + ")";
+    char err[kErrorBytes] = {0};
+    const int status =
+        plugin_->allreduce_with(comm_, &send, &recv, op, name.c_str(), err, sizeof err);
+    if (status == DOMINO_OK) return;
+    if (status != DOMINO_ERR_UNSUPPORTED) raise(plugin_, status, err, label.c_str());
   }
+  if (native(plugin_->allreduce, "allreduce", recv, &send, &recv, op)) return;
   const size_t bytes = recv.count * dtype_size(recv.dtype);
   if (send.ptr != recv.ptr && bytes > 0) std::memcpy(recv.ptr, send.ptr, bytes);
   const std::string_view chosen = algorithms::resolve_allreduce_algorithm(

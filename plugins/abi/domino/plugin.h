@@ -182,9 +182,10 @@ typedef struct domino_plugin {
   /* All-reduce by the algorithm the backend's router chose for this call, by its name in the
    * backend's algorithm table (torch_domino.algorithms() lists them: "ring",
    * "recursive_doubling", "rabenseifner", ...), for a plugin that runs the table's algorithms
-   * over messages of its own. A name the plugin lacks fails with DOMINO_ERR_INVALID. NULL: the
-   * backend calls allreduce, which chooses for itself, or, without it, runs the named algorithm
-   * over the plugin's links. (Added in ABI 6.) */
+   * over messages of its own. A name the plugin lacks, or a call it cannot serve, returns
+   * DOMINO_ERR_UNSUPPORTED (the same on every rank, before any message): the backend then calls
+   * allreduce, or runs the named algorithm over the plugin's links. NULL: the same, for every
+   * call. (Added in ABI 6.) */
   int (*allreduce_with)(domino_comm_t* comm, const domino_buffer_t* send, domino_buffer_t* recv,
                         domino_redop_t op, const char* algorithm, char* err, size_t err_size);
 } domino_plugin_t;
