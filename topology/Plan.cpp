@@ -1,30 +1,8 @@
 #include "Plan.h"
 
-namespace domino::topology {
+#include <iterator>
 
-const char* collective_name(Collective op) {
-  switch (op) {
-    case Collective::kAllReduce:
-      return "all_reduce";
-    case Collective::kBroadcast:
-      return "broadcast";
-    case Collective::kReduce:
-      return "reduce";
-    case Collective::kAllGather:
-      return "all_gather";
-    case Collective::kReduceScatter:
-      return "reduce_scatter";
-    case Collective::kGather:
-      return "gather";
-    case Collective::kScatter:
-      return "scatter";
-    case Collective::kAllToAll:
-      return "all_to_all";
-    case Collective::kBarrier:
-      return "barrier";
-  }
-  return "?";
-}
+namespace domino::topology {
 
 const char* plan_name(PlanKind kind) {
   switch (kind) {
@@ -55,10 +33,7 @@ const char* level_name(Level level) {
 }
 
 const std::vector<Collective>& all_collectives() {
-  static const std::vector<Collective> ops = {
-      Collective::kAllReduce, Collective::kBroadcast,     Collective::kReduce,
-      Collective::kAllGather, Collective::kReduceScatter, Collective::kGather,
-      Collective::kScatter,   Collective::kAllToAll,      Collective::kBarrier};
+  static const std::vector<Collective> ops(std::begin(kCollectives), std::end(kCollectives));
   return ops;
 }
 

@@ -9,19 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "Collectives.h"
+
 namespace domino::topology {
 
-enum class Collective {
-  kAllReduce,
-  kBroadcast,
-  kReduce,
-  kAllGather,
-  kReduceScatter,
-  kGather,
-  kScatter,
-  kAllToAll,
-  kBarrier
-};
 // flat_intra    one communicator over the group on the intra-host transport (one host only);
 // flat_inter    one communicator over the group on the inter-host transport;
 // hierarchical  split-rail: steps inside each host and along the rails (the ranks with the
@@ -36,7 +27,6 @@ enum class Level {
   kLeaders,  // each host's first rank
 };
 
-const char* collective_name(Collective op);
 const char* plan_name(PlanKind kind);
 const char* level_name(Level level);
 const std::vector<Collective>& all_collectives();

@@ -1,6 +1,6 @@
 #include "Settings.h"
 
-#include "../PriorityGuard.h"
+#include "backend/PriorityGuard.h"
 #include "topology/AlgorithmTable.h"
 
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "../PriorityGuard.h"
+#include "backend/PriorityGuard.h"
 
 #include <algorithm>
 #include <cctype>

@@ -3,9 +3,9 @@
 #include <cstring>
 #include <thread>
 
-#include "../common/Bootstrap.h"
-#include "../common/Dtype.h"
-#include "../common/TransportError.h"
+#include "plugins/common/Bootstrap.h"
+#include "plugins/common/Dtype.h"
+#include "plugins/common/TransportError.h"
 
 namespace domino::nccl {
 

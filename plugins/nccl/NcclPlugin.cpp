@@ -1,7 +1,7 @@
 #include "NcclPlugin.h"
 
-#include "../common/PluginTable.h"
 #include "NcclCommunicator.h"
+#include "plugins/common/PluginTable.h"
 
 namespace {
 using Table = domino::PluginTable<domino::nccl::NcclCommunicator>;

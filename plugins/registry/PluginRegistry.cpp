@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "../common/TransportError.h"
-#include "../shm/ShmPlugin.h"
-#include "../ucx/UcxPlugin.h"
+#include "plugins/common/TransportError.h"
+#include "plugins/shm/ShmPlugin.h"
+#include "plugins/ucx/UcxPlugin.h"
 #if DOMINO_HAVE_NCCL
-#include "../nccl/NcclPlugin.h"
+#include "plugins/nccl/NcclPlugin.h"
 #endif
 
 namespace domino {

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <thread>
 
-#include "../common/TransportError.h"
+#include "plugins/common/TransportError.h"
 
 namespace domino::shm {
 

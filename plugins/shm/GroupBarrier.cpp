@@ -3,7 +3,7 @@
 #include <cstring>
 #include <fstream>
 
-#include "../common/TransportError.h"
+#include "plugins/common/TransportError.h"
 
 namespace domino::shm {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "../common/TransportError.h"
+#include "plugins/common/TransportError.h"
 
 namespace domino::shm {
 

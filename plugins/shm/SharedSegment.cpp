@@ -9,7 +9,7 @@
 #include <cstring>
 #include <utility>
 
-#include "../common/TransportError.h"
+#include "plugins/common/TransportError.h"
 
 namespace domino::shm {
 

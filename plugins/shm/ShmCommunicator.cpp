@@ -8,13 +8,13 @@
 #include <cstring>
 #include <thread>
 
-#include "../common/Bootstrap.h"
-#include "../common/Dtype.h"
-#include "../common/Reduction.h"
-#include "../common/TransportError.h"
 #include "CrossMemory.h"
 #include "FdHandoff.h"
 #include "Slices.h"
+#include "plugins/common/Bootstrap.h"
+#include "plugins/common/Dtype.h"
+#include "plugins/common/Reduction.h"
+#include "plugins/common/TransportError.h"
 
 namespace domino::shm {
 
@@ -119,28 +119,10 @@ std::vector<ShmCommunicator::Addresses> ShmCommunicator::exchange_addresses(
   return all;
 }
 
-const char* ShmCommunicator::op_name(uint32_t op) {
-  switch (static_cast<Op>(op)) {
-    case Op::kBarrier:
-      return "barrier";
-    case Op::kAllreduce:
-      return "allreduce";
-    case Op::kReduce:
-      return "reduce";
-    case Op::kBroadcast:
-      return "broadcast";
-    case Op::kAllgather:
-      return "allgather";
-    case Op::kReduceScatter:
-      return "reduce_scatter";
-    case Op::kGather:
-      return "gather";
-    case Op::kScatter:
-      return "scatter";
-    case Op::kAlltoall:
-      return "alltoall";
-  }
-  return "unknown collective";
+const char* ShmCommunicator::op_name(uint32_t code) {
+  return code >= 1 && code <= topology::kCollectiveCount
+             ? topology::entry_name(static_cast<Op>(code - 1))
+             : "unknown collective";
 }
 
 char* ShmCommunicator::slot(int rank) const {
@@ -176,21 +158,18 @@ void ShmCommunicator::meet(const char* op, Deadline until) {
 
 OpDescriptor ShmCommunicator::describe_call(Op op, const domino_buffer_t& buffer,
                                             domino_redop_t redop, int root, uint64_t count) {
-  check_usable(op_name(static_cast<uint32_t>(op)));
-  return OpDescriptor{static_cast<uint32_t>(op),
-                      static_cast<uint32_t>(buffer.dtype),
-                      static_cast<uint32_t>(redop),
-                      root,
-                      count,
-                      ++sequence_};
+  check_usable(op_name(op_code(op)));
+  return OpDescriptor{
+      op_code(op), static_cast<uint32_t>(buffer.dtype), static_cast<uint32_t>(redop), root, count,
+      ++sequence_};
 }
 
 std::string ShmCommunicator::describe(const OpDescriptor& d) const {
   std::string s = std::string(op_name(d.op)) + " #" + std::to_string(d.sequence);
-  const auto op = static_cast<Op>(d.op);
+  const auto op = static_cast<Op>(d.op - 1);
   if (op == Op::kBarrier) return s;
   s += " of " + std::to_string(d.count) + " x " + dtype_name(static_cast<domino_dtype_t>(d.dtype));
-  if (op == Op::kAllreduce || op == Op::kReduce || op == Op::kReduceScatter) {
+  if (op == Op::kAllReduce || op == Op::kReduce || op == Op::kReduceScatter) {
     s += std::string(" ") + redop_name(static_cast<domino_redop_t>(d.redop));
   }
   if (d.root >= 0) s += " root " + std::to_string(d.root);
@@ -231,7 +210,7 @@ void ShmCommunicator::yield_to_priority(Deadline until) const {
 template <class Fill, class Drain>
 void ShmCommunicator::run_chunks(Op op, const OpDescriptor& mine, size_t count, size_t chunk,
                                  Fill&& fill, Drain&& drain) {
-  const char* name = op_name(static_cast<uint32_t>(op));
+  const char* name = op_name(op_code(op));
   const Deadline until = deadline();
   const size_t rounds = std::max<size_t>(rounds_for(count, chunk), 1);
   for (size_t round = 0; round < rounds; ++round) {
@@ -266,7 +245,7 @@ void ShmCommunicator::barrier() {
 
 void ShmCommunicator::allreduce(const domino_buffer_t& send, const domino_buffer_t& recv,
                                 domino_redop_t op) {
-  reduce_to(send, recv, op, -1, Op::kAllreduce);
+  reduce_to(send, recv, op, -1, Op::kAllReduce);
 }
 
 void ShmCommunicator::reduce(const domino_buffer_t& send, const domino_buffer_t& recv,
@@ -277,7 +256,7 @@ void ShmCommunicator::reduce(const domino_buffer_t& send, const domino_buffer_t&
 
 void ShmCommunicator::reduce_to(const domino_buffer_t& send, const domino_buffer_t& recv,
                                 domino_redop_t op, int root, Op kind) {
-  const char* name = op_name(static_cast<uint32_t>(kind));
+  const char* name = op_name(op_code(kind));
   const std::string unsupported = reduction_unsupported_reason(send.dtype, op);
   if (!unsupported.empty()) invalid(std::string(name) + " on " + group_label_ + ": " + unsupported);
   const bool receives = root < 0 || root == rank_;
@@ -291,7 +270,7 @@ void ShmCommunicator::reduce_to(const domino_buffer_t& send, const domino_buffer
   auto* out = static_cast<char*>(recv.ptr);
   const OpDescriptor mine = describe_call(kind, send, op, root, count);
 
-  if (root < 0 && single_copy_pays(Op::kAllreduce, count * element)) {
+  if (root < 0 && single_copy_pays(Op::kAllReduce, count * element)) {
     allreduce_single_copy(send, recv, op, mine);
     return;
   }
@@ -372,12 +351,12 @@ void ShmCommunicator::allgather(const domino_buffer_t& send, const domino_buffer
             " elements but needs input (" + std::to_string(send.count) + ") x " +
             std::to_string(size_) + " ranks");
   }
-  const OpDescriptor mine = describe_call(Op::kAllgather, send, DOMINO_SUM, -1, send.count);
-  if (single_copy_pays(Op::kAllgather, recv.count * dtype_size(send.dtype))) {
+  const OpDescriptor mine = describe_call(Op::kAllGather, send, DOMINO_SUM, -1, send.count);
+  if (single_copy_pays(Op::kAllGather, recv.count * dtype_size(send.dtype))) {
     allgather_single_copy(send, recv, mine);
     return;
   }
-  collect(Op::kAllgather, mine, send, recv, -1);
+  collect(Op::kAllGather, mine, send, recv, -1);
 }
 
 void ShmCommunicator::collect(Op op, const OpDescriptor& mine, const domino_buffer_t& send,
@@ -485,11 +464,11 @@ void ShmCommunicator::alltoall(const domino_buffer_t& send, const uint64_t* send
   }
   // Round 0 publishes every rank's split sizes so each rank can check the whole matrix and all
   // agree on the verdict and on how many data rounds follow.
-  const OpDescriptor mine = describe_call(Op::kAlltoall, send, DOMINO_SUM, -1, 0);
+  const OpDescriptor mine = describe_call(Op::kAllToAll, send, DOMINO_SUM, -1, 0);
   uint64_t largest = 0;
   std::string disagreement;
   run_chunks(
-      Op::kAlltoall, mine, 1, 1,
+      Op::kAllToAll, mine, 1, 1,
       [&](size_t, size_t) {
         auto* counts = reinterpret_cast<uint64_t*>(slot(rank_));
         std::memcpy(counts, send_counts, p * sizeof(uint64_t));

@@ -19,6 +19,7 @@
 #include "PointToPoint.h"
 #include "SharedSegment.h"
 #include "domino/plugin.h"
+#include "topology/Collectives.h"
 
 namespace domino::shm {
 
@@ -53,18 +54,10 @@ class ShmCommunicator {
   bool single_copy() const { return single_copy_; }
 
  private:
-  enum class Op : uint32_t {
-    kBarrier = 1,
-    kAllreduce,
-    kReduce,
-    kBroadcast,
-    kAllgather,
-    kReduceScatter,
-    kGather,
-    kScatter,
-    kAlltoall
-  };
-  static const char* op_name(uint32_t op);
+  using Op = topology::Collective;
+  // An op as a round descriptor carries it (0: none published).
+  static uint32_t op_code(Op op) { return static_cast<uint32_t>(op) + 1; }
+  static const char* op_name(uint32_t code);
 
   // One collective over `count` elements, a round per `chunk`: fill(offset, n) writes this
   // rank's slot, drain(offset, n) reads the others'. At least one round runs, so descriptors

@@ -1,8 +1,8 @@
 // The shared-memory transport's entry in the plugin ABI table.
 #include "ShmPlugin.h"
 
-#include "../common/PluginTable.h"
 #include "ShmCommunicator.h"
+#include "plugins/common/PluginTable.h"
 
 namespace {
 const domino_plugin_t kShmPlugin =

@@ -9,12 +9,12 @@
 #include <cstring>
 #include <thread>
 
-#include "../common/Dtype.h"
-#include "../common/Reduction.h"
-#include "../common/TransportError.h"
 #include "CrossMemory.h"
 #include "ShmCommunicator.h"
 #include "Slices.h"
+#include "plugins/common/Dtype.h"
+#include "plugins/common/Reduction.h"
+#include "plugins/common/TransportError.h"
 
 namespace domino::shm {
 
@@ -65,10 +65,10 @@ bool ShmCommunicator::single_copy_pays(Op op, size_t bytes) const {
   // on 2 cores), except for mid-sized all-gathers.
   const bool fits_cores = spinning_pays(size_);
   switch (op) {
-    case Op::kAllreduce:
+    case Op::kAllReduce:
       return fits_cores && bytes > kSingleCopyAllreduceBytes &&
              bytes <= kSingleCopyAllreduceMaxBytes;
-    case Op::kAllgather:
+    case Op::kAllGather:
       return fits_cores ? bytes > kSingleCopyBytes
                         : bytes > kOversubscribedAllgatherMinBytes &&
                               bytes <= kOversubscribedAllgatherMaxBytes;
@@ -149,7 +149,7 @@ void ShmCommunicator::allreduce_single_copy(const domino_buffer_t& send,
   const size_t count = send.count;
   const auto* in = static_cast<const char*>(send.ptr);
   auto* out = static_cast<char*>(recv.ptr);
-  const std::vector<Addresses> peers = exchange_addresses(Op::kAllreduce, mine, in, out);
+  const std::vector<Addresses> peers = exchange_addresses(Op::kAllReduce, mine, in, out);
   const Deadline until = deadline();
   const size_t chunk = slot_bytes_ / element;
   // Each rank reduces its slice, reading the peers' inputs chunk by chunk, and writes every
@@ -186,7 +186,7 @@ void ShmCommunicator::allgather_single_copy(const domino_buffer_t& send,
   const size_t bytes = send.count * element;
   const auto* in = static_cast<const char*>(send.ptr);
   auto* out = static_cast<char*>(recv.ptr);
-  const std::vector<Addresses> peers = exchange_addresses(Op::kAllgather, mine, in, out);
+  const std::vector<Addresses> peers = exchange_addresses(Op::kAllGather, mine, in, out);
   const Deadline until = deadline();
   // Each rank pushes its block to the peers piece by piece right after copying the piece into
   // its own output, so its input is read from memory once.

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cstring>
 
-#include "../common/Bootstrap.h"
-#include "../common/Dtype.h"
-#include "../common/TransportError.h"
 #include "plugins/algorithms/Algorithms.h"
+#include "plugins/common/Bootstrap.h"
+#include "plugins/common/Dtype.h"
+#include "plugins/common/TransportError.h"
 
 namespace domino::ucx {
 
@@ -25,37 +25,29 @@ constexpr ucp_tag_t kFullMask = ~ucp_tag_t{0};
 constexpr ucp_tag_t kSignatureMask = (ucp_tag_t{1} << kUserTagBits) - 1;
 constexpr ucp_tag_t kCollectiveReceiveMask = kFullMask & ~kSignatureMask;
 
-// Signature: op (4 bits) | dtype (6) | reduction (4) | root modulo 1024 (10).
-constexpr const char* kCollectiveNames[] = {"",          "barrier",   "allreduce",      "reduce",
-                                            "broadcast", "allgather", "reduce_scatter", "gather",
-                                            "scatter",   "alltoall"};
+// Signature: op (4 bits: the collective's place in topology/Collectives.h, plus one) | dtype (6)
+// | reduction (4) | root modulo 1024 (10).
+using topology::Collective;
+static_assert(topology::kCollectiveCount < 16, "the signature's op field has 4 bits");
 
-int collective_index(const char* op) {
-  for (size_t i = 1; i < std::size(kCollectiveNames); ++i) {
-    if (std::strcmp(kCollectiveNames[i], op) == 0) return static_cast<int>(i);
-  }
-  return 0;
-}
-
-ucp_tag_t encode_signature(int op, int dtype, int redop, int root) {
-  return (static_cast<ucp_tag_t>(op & 0xf) << 20) | (static_cast<ucp_tag_t>(dtype & 0x3f) << 14) |
+ucp_tag_t encode_signature(Collective op, int dtype, int redop, int root) {
+  const auto code = static_cast<ucp_tag_t>(op) + 1;
+  return (code << 20) | (static_cast<ucp_tag_t>(dtype & 0x3f) << 14) |
          (static_cast<ucp_tag_t>(redop & 0xf) << 10) | static_cast<ucp_tag_t>(root & 0x3ff);
 }
 
 std::string describe_signature(ucp_tag_t signature) {
-  const size_t op = (signature >> 20) & 0xf;
+  const size_t code = (signature >> 20) & 0xf;
   const auto dtype = static_cast<domino_dtype_t>((signature >> 14) & 0x3f);
   const auto redop = static_cast<domino_redop_t>((signature >> 10) & 0xf);
   const int root = static_cast<int>(signature & 0x3ff);
-  const std::string name = op < std::size(kCollectiveNames) ? kCollectiveNames[op] : "?";
-  if (name == "barrier") return "a barrier";
+  if (code == 0 || code > topology::kCollectiveCount) return "an unknown collective";
+  const auto op = static_cast<Collective>(code - 1);
+  const std::string name = topology::entry_name(op);
+  if (op == Collective::kBarrier) return "a barrier";
   std::string text = (name[0] == 'a' ? "an " : "a ") + name + " of " + dtype_name(dtype);
-  if (name == "allreduce" || name == "reduce" || name == "reduce_scatter") {
-    text += std::string(" (") + redop_name(redop) + ")";
-  }
-  if (name == "reduce" || name == "broadcast" || name == "gather" || name == "scatter") {
-    text += " with root " + std::to_string(root) + " (modulo 1024)";
-  }
+  if (topology::reduces(op)) text += std::string(" (") + redop_name(redop) + ")";
+  if (topology::rooted(op)) text += " with root " + std::to_string(root) + " (modulo 1024)";
   return text;
 }
 constexpr size_t kAddressCapacity = 64 * 1024;
@@ -115,11 +107,11 @@ UcxCommunicator::Call UcxCommunicator::start(const char* op, const char* algorit
   return Call{op, algorithm, std::chrono::steady_clock::now() + timeout_.load()};
 }
 
-UcxCommunicator::Call UcxCommunicator::start_collective(const char* op, const char* algorithm,
+UcxCommunicator::Call UcxCommunicator::start_collective(Collective op, const char* algorithm,
                                                         domino_dtype_t dtype, int redop,
                                                         int root) const {
-  Call call = start(op, algorithm);
-  call.signature = encode_signature(collective_index(op), dtype, redop, root);
+  Call call = start(topology::entry_name(op), algorithm);
+  call.signature = encode_signature(op, dtype, redop, root);
   return call;
 }
 
@@ -249,45 +241,46 @@ void UcxCommunicator::allreduce(const domino_buffer_t& send, const domino_buffer
   if (size_ == 1) return;  // AVG over one rank is the value itself
   const std::string chosen(algorithms::resolve_allreduce_algorithm(
       algorithm != nullptr ? algorithm : "", algorithm_, bytes, size_, small_message_bytes_));
-  const Call call = start_collective("allreduce", chosen.c_str(), recv.dtype, op);
+  const Call call = start_collective(Collective::kAllReduce, chosen.c_str(), recv.dtype, op);
   Links links(*this, call);
   algorithms::run_allreduce(links, chosen, recv.ptr, recv.count, recv.dtype, op);
 }
 
 void UcxCommunicator::reduce_scatter(const domino_buffer_t& send, const domino_buffer_t& recv,
                                      domino_redop_t op) {
-  const Call call = start_collective("reduce_scatter", "ring", recv.dtype, op);
+  const Call call = start_collective(Collective::kReduceScatter, "ring", recv.dtype, op);
   Links links(*this, call);
   algorithms::reduce_scatter_ring(links, send.ptr, recv.ptr, recv.count, recv.dtype, op);
 }
 
 void UcxCommunicator::allgather(const domino_buffer_t& send, const domino_buffer_t& recv) {
-  const Call call = start_collective("allgather", "ring", send.dtype);
+  const Call call = start_collective(Collective::kAllGather, "ring", send.dtype);
   Links links(*this, call);
   algorithms::allgather_ring(links, send.ptr, recv.ptr, send.count * dtype_size(send.dtype));
 }
 
 void UcxCommunicator::broadcast(const domino_buffer_t& buffer, int root) {
-  const Call call = start_collective("broadcast", "binomial tree", buffer.dtype, 0, root);
+  const Call call =
+      start_collective(Collective::kBroadcast, "binomial tree", buffer.dtype, 0, root);
   Links links(*this, call);
   algorithms::broadcast_binomial(links, buffer.ptr, buffer.count * dtype_size(buffer.dtype), root);
 }
 
 void UcxCommunicator::reduce(const domino_buffer_t& send, const domino_buffer_t& recv,
                              domino_redop_t op, int root) {
-  const Call call = start_collective("reduce", "binomial tree", send.dtype, op, root);
+  const Call call = start_collective(Collective::kReduce, "binomial tree", send.dtype, op, root);
   Links links(*this, call);
   algorithms::reduce_binomial(links, send.ptr, recv.ptr, send.count, send.dtype, op, root);
 }
 
 void UcxCommunicator::gather(const domino_buffer_t& send, const domino_buffer_t& recv, int root) {
-  const Call call = start_collective("gather", "direct", send.dtype, 0, root);
+  const Call call = start_collective(Collective::kGather, "direct", send.dtype, 0, root);
   Links links(*this, call);
   algorithms::gather_direct(links, send.ptr, recv.ptr, send.count * dtype_size(send.dtype), root);
 }
 
 void UcxCommunicator::scatter(const domino_buffer_t& send, const domino_buffer_t& recv, int root) {
-  const Call call = start_collective("scatter", "direct", recv.dtype, 0, root);
+  const Call call = start_collective(Collective::kScatter, "direct", recv.dtype, 0, root);
   Links links(*this, call);
   algorithms::scatter_direct(links, send.ptr, recv.ptr, recv.count * dtype_size(recv.dtype), root);
 }
@@ -295,14 +288,14 @@ void UcxCommunicator::scatter(const domino_buffer_t& send, const domino_buffer_t
 void UcxCommunicator::alltoall(const domino_buffer_t& send, const uint64_t* send_counts,
                                const uint64_t* send_offsets, const domino_buffer_t& recv,
                                const uint64_t* recv_counts, const uint64_t* recv_offsets) {
-  const Call call = start_collective("alltoall", "direct", send.dtype);
+  const Call call = start_collective(Collective::kAllToAll, "direct", send.dtype);
   Links links(*this, call);
   algorithms::alltoall_direct(links, send.ptr, send_counts, send_offsets, recv.ptr, recv_counts,
                               recv_offsets, dtype_size(send.dtype));
 }
 
 void UcxCommunicator::barrier() {
-  const Call call = start_collective("barrier", "dissemination", DOMINO_UINT8);
+  const Call call = start_collective(Collective::kBarrier, "dissemination", DOMINO_UINT8);
   Links links(*this, call);
   algorithms::barrier_dissemination(links);
 }

@@ -14,6 +14,7 @@
 #include "UcxWorker.h"
 #include "domino/plugin.h"
 #include "plugins/algorithms/AllreduceChoice.h"
+#include "topology/Collectives.h"
 
 namespace domino::ucx {
 
@@ -56,8 +57,8 @@ class UcxCommunicator {
     ucp_tag_t signature = 0;
   };
   Call start(const char* op, const char* algorithm = "") const;
-  Call start_collective(const char* op, const char* algorithm, domino_dtype_t dtype, int redop = 0,
-                        int root = 0) const;
+  Call start_collective(topology::Collective op, const char* algorithm, domino_dtype_t dtype,
+                        int redop = 0, int root = 0) const;
 
   ucp_tag_t collective_tag(int source, const Call& call) const;
   // A point-to-point tag; throws for a user tag out of range.

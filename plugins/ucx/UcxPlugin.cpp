@@ -1,7 +1,7 @@
 #include "UcxPlugin.h"
 
-#include "../common/PluginTable.h"
 #include "UcxCommunicator.h"
+#include "plugins/common/PluginTable.h"
 
 namespace {
 const domino_plugin_t kUcxPlugin =

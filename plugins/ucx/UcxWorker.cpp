@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "../common/TransportError.h"
+#include "plugins/common/TransportError.h"
 
 namespace domino::ucx {
 
