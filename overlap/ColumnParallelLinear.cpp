@@ -7,6 +7,8 @@
 
 #include <memory>
 #include <numeric>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -139,15 +141,22 @@ DeferredWaitScope::~DeferredWaitScope() {
 
 ColumnParallelLinearImpl::ColumnParallelLinearImpl(int64_t in_features,
                                                    std::vector<int64_t> out_segments, bool bias,
-                                                   TensorParallelGroupPtr group, WeightInit& init)
+                                                   TensorParallelGroupPtr group, WeightInit& init,
+                                                   std::vector<std::string> segment_names)
     : ShardedModule(std::move(group)) {
   const int64_t out_features =
       std::accumulate(out_segments.begin(), out_segments.end(), static_cast<int64_t>(0));
+  if (!segment_names.empty() && segment_names.size() != out_segments.size()) {
+    throw std::invalid_argument("ColumnParallelLinear: " + std::to_string(segment_names.size()) +
+                                " segment names for " + std::to_string(out_segments.size()) +
+                                " segments");
+  }
   weight = register_sharded("weight", init.normal({out_features, in_features}),
-                            ShardLayout{0, out_segments});
+                            ShardLayout{0, out_segments, segment_names});
   if (bias) {
-    this->bias = register_sharded("bias", init.constant({out_features}, 0.0),
-                                  ShardLayout{0, std::move(out_segments)});
+    this->bias =
+        register_sharded("bias", init.constant({out_features}, 0.0),
+                         ShardLayout{0, std::move(out_segments), std::move(segment_names)});
   }
 }
 

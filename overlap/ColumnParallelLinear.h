@@ -6,6 +6,7 @@
 
 #include <torch/nn/pimpl.h>
 
+#include <string>
 #include <vector>
 
 #include "ShardedModule.h"
@@ -16,9 +17,10 @@ namespace domino::overlap {
 class ColumnParallelLinearImpl : public ShardedModule {
  public:
   // `out_segments`: the full output rows, as fused blocks that are each cut over the ranks
-  // (for example {q, k, v}); a plain linear has one segment.
+  // (for example {q, k, v}); a plain linear has one segment. segment_names: theirs, if any.
   ColumnParallelLinearImpl(int64_t in_features, std::vector<int64_t> out_segments, bool bias,
-                           TensorParallelGroupPtr group, WeightInit& init);
+                           TensorParallelGroupPtr group, WeightInit& init,
+                           std::vector<std::string> segment_names = {});
 
   // defer_input_gradient: backward leaves the input-gradient reduction in flight past the weight
   // GEMM too, and the autograd engine runs other ready work (another micro-batch's backward)

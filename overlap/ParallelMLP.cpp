@@ -15,9 +15,13 @@ ParallelMLPImpl::ParallelMLPImpl(const TransformerConfig& config, TensorParallel
   config.validate(group_->size());
   const int64_t ffn = config.ffn_size();
   std::vector<int64_t> segments{ffn};
-  if (activation_ == Activation::kSwiglu) segments.push_back(ffn);  // gate rows, then up rows
-  fc1 = register_module(
-      "fc1", ColumnParallelLinear(config.hidden_size, segments, config.bias, group_, init));
+  std::vector<std::string> names;
+  if (activation_ == Activation::kSwiglu) {
+    segments.push_back(ffn);  // gate rows, then up rows
+    names = {"gate", "up"};
+  }
+  fc1 = register_module("fc1", ColumnParallelLinear(config.hidden_size, segments, config.bias,
+                                                    group_, init, std::move(names)));
   fc2 = register_module("fc2", RowParallelLinear(ffn, config.hidden_size, config.bias, group_, init,
                                                  1.0 / std::sqrt(2.0 * config.num_layers)));
 }

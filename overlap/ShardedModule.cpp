@@ -85,6 +85,19 @@ at::Tensor shard_of(const torch::nn::Module& root, const std::string& name,
   throw std::invalid_argument("no parameter named '" + name + "' in this model");
 }
 
+std::vector<std::pair<std::string, ShardLayout>> parameter_layouts(const torch::nn::Module& root) {
+  std::vector<std::pair<std::string, ShardLayout>> out;
+  for (const auto& item : root.named_modules()) {
+    const auto* sharded = dynamic_cast<const ShardedModule*>(item.value().get());
+    for (const auto& parameter : item.value()->named_parameters(/*recurse=*/false)) {
+      const ShardLayout* layout = sharded ? sharded->layout_of(parameter.key()) : nullptr;
+      out.emplace_back(item.key().empty() ? parameter.key() : item.key() + "." + parameter.key(),
+                       layout ? *layout : ShardLayout{});
+    }
+  }
+  return out;
+}
+
 void load_unsharded(torch::nn::Module& root, const std::map<std::string, at::Tensor>& full) {
   c10::NoGradGuard no_grad;
   for (auto& item : root.named_parameters()) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "TensorParallelGroup.h"
@@ -16,9 +17,12 @@ namespace domino::overlap {
 // dim < 0: replicated. Otherwise the full tensor's `dim` is made of `segments` (sizes summing to
 // the dim), and each rank keeps the rank-th equal part of every segment, in order: a fused QKV
 // weight keeps its q, k and v rows for its own heads.
+// segment_names name the fused blocks ("q", "k", "v"; "gate", "up") where they have names,
+// so checkpoints can store each as a tensor of its own.
 struct ShardLayout {
   int64_t dim = -1;
   std::vector<int64_t> segments;
+  std::vector<std::string> segment_names;
 };
 
 at::Tensor take_shard(const at::Tensor& full, const ShardLayout& layout, int64_t rank,
@@ -39,6 +43,9 @@ class ShardedModule : public torch::nn::Module {
  private:
   std::map<std::string, ShardLayout> layouts_;
 };
+
+// Every parameter of root by its dotted name, with how it is cut (dim < 0: replicated).
+std::vector<std::pair<std::string, ShardLayout>> parameter_layouts(const torch::nn::Module& root);
 
 // This rank's slice of the unsharded tensor `full` of parameter `name` (a dotted path in root).
 at::Tensor shard_of(const torch::nn::Module& root, const std::string& name, const at::Tensor& full);

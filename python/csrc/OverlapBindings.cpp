@@ -68,6 +68,15 @@ py::class_<Impl, std::shared_ptr<Impl>> bind_layer(py::module_& m, const char* n
             return ov::shard_of(self, name, full);
           },
           py::arg("name"), py::arg("full"))
+      .def("shard_layouts",
+           [](const Impl& self) {
+             std::vector<
+                 std::tuple<std::string, int64_t, std::vector<int64_t>, std::vector<std::string>>>
+                 out;
+             for (auto& [name, layout] : ov::parameter_layouts(self))
+               out.emplace_back(name, layout.dim, layout.segments, layout.segment_names);
+             return out;
+           })
       .def(
           "load_unsharded",
           [](Impl& self, const std::map<std::string, at::Tensor>& full) {

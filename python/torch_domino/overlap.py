@@ -30,6 +30,7 @@ __all__ = [
     "ParallelMLP",
     "ColumnParallelLinear",
     "RowParallelLinear",
+    "sharded_state_dict",
 ]
 
 _impl = _C.overlap
@@ -83,9 +84,11 @@ def _group_or_world(group: Optional[dist.ProcessGroup]):
 class _CppModule(nn.Module):
     """An nn.Module whose parameters are those of a C++ Domino module, under the same names."""
 
-    def __init__(self, impl) -> None:
+    def __init__(self, impl, group: Optional[dist.ProcessGroup] = None) -> None:
         super().__init__()
         self._impl = impl
+        self._tp_group = group
+        self._tp_mesh = None
         for name, tensor in impl.named_parameters():
             owner = self
             *path, leaf = name.split(".")
@@ -128,6 +131,36 @@ class _CppModule(nn.Module):
         tensor-parallel size 1)."""
         self._impl.load_unsharded({k: v.detach().cpu() for k, v in state.items()})
 
+    def _checkpoint_entries(self) -> dict[str, torch.Tensor]:
+        """This module's parameters as ``sharded_state_dict`` gives them (names relative to it)."""
+        group = self._tp_group
+        tp = dist.get_world_size(group) if group is not None and dist.is_initialized() else 1
+        params = dict(self.named_parameters())
+        entries: dict[str, torch.Tensor] = {}
+        for name, dim, segments, names in self._impl.shard_layouts():
+            local = params[name].detach()
+            if dim < 0:  # the same on every rank: stored once
+                entries[name] = local
+                continue
+            owner, _, leaf = name.rpartition(".")
+            offset = 0
+            for i, segment in enumerate(segments):
+                piece = local.narrow(dim, offset, segment // tp)
+                offset += segment // tp
+                key = name
+                if len(segments) > 1:
+                    part = names[i] if names else f"segment{i}"
+                    key = ".".join(p for p in (owner, part, leaf) if p)
+                entries[key] = piece if tp == 1 else self._as_dtensor(piece, dim, group)
+        return entries
+
+    def _as_dtensor(self, piece: torch.Tensor, dim: int, group) -> torch.Tensor:
+        from torch.distributed.device_mesh import DeviceMesh
+        from torch.distributed.tensor import DTensor, Shard
+        if self._tp_mesh is None or self._tp_mesh.device_type != piece.device.type:
+            self._tp_mesh = DeviceMesh.from_group(group, piece.device.type)
+        return DTensor.from_local(piece, self._tp_mesh, [Shard(dim)], run_check=False)
+
     def _drop_communication_for_benchmark(self, drop: bool = True) -> None:
         """Benchmark only: the same compute with every all-reduce removed (wrong results)."""
         self._impl._drop_communication_for_benchmark(drop)
@@ -142,7 +175,8 @@ class _ConfiguredModule(_CppModule):
 
     def __init__(self, config: TransformerConfig, group: Optional[dist.ProcessGroup] = None):
         self.config = config
-        super().__init__(type(self)._cpp(dataclasses.asdict(config), _group_or_world(group)))
+        group = _group_or_world(group)
+        super().__init__(type(self)._cpp(dataclasses.asdict(config), group), group)
 
 
 class DominoTransformer(_ConfiguredModule):
@@ -182,8 +216,9 @@ class ColumnParallelLinear(_CppModule):
         if sum(segments) != out_features:
             raise ValueError(f"ColumnParallelLinear: out_segments {segments} sum to "
                              f"{sum(segments)}, not out_features={out_features}")
-        super().__init__(_impl.ColumnParallelLinear(in_features, segments, _group_or_world(group),
-                                                    bias, seed, init_std, dtype))
+        group = _group_or_world(group)
+        super().__init__(_impl.ColumnParallelLinear(in_features, segments, group, bias, seed,
+                                                    init_std, dtype), group)
 
 
 class RowParallelLinear(_CppModule):
@@ -192,5 +227,36 @@ class RowParallelLinear(_CppModule):
 
     def __init__(self, in_features: int, out_features: int, group=None, bias: bool = True,
                  seed: int = 1234, init_std: float = 0.02, dtype: str = "float32"):
-        super().__init__(_impl.RowParallelLinear(in_features, out_features, _group_or_world(group),
-                                                 bias, seed, init_std, dtype))
+        group = _group_or_world(group)
+        super().__init__(_impl.RowParallelLinear(in_features, out_features, group, bias, seed,
+                                                 init_std, dtype), group)
+
+
+def sharded_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
+    """``model.state_dict()`` as ``torch.distributed.checkpoint`` (DCP) needs it from a model
+    with Domino layers: each tensor-parallel weight is a DTensor sharded over the layer's group
+    (``Shard(0)`` for column-parallel rows, ``Shard(1)`` for row-parallel columns), and fused
+    weights are stored as one entry per block, each a real slice of it (``attention.qkv.weight``
+    as ``attention.qkv.q.weight``, ``.k.``, ``.v.``; SwiGLU's ``mlp.fc1.weight`` as
+    ``mlp.fc1.gate.weight`` and ``mlp.fc1.up.weight``). Replicated tensors (norms, row-parallel
+    biases) and every parameter or buffer outside Domino layers stay plain tensors. The keys are
+    the same at every tensor-parallel size, so a checkpoint saved at one loads at another::
+
+        dcp.save(sharded_state_dict(model), checkpoint_id=path)
+        dcp.load(sharded_state_dict(other_model), checkpoint_id=path)  # other TP size or split
+
+    Every entry shares memory with the model's parameters: ``dcp.load`` writes straight into
+    them. At tensor-parallel size 1 (no group) the entries are plain tensors of the same names.
+    For a per-rank file of this rank's shards, ``torch.save(model.state_dict())`` and
+    ``model.load_state_dict(...)`` still work as for any module.
+    """
+    state = model.state_dict()
+    for prefix, module in model.named_modules():
+        if not isinstance(module, _CppModule):
+            continue
+        head = prefix + "." if prefix else ""
+        for name, _ in module.named_parameters():
+            state.pop(head + name, None)
+        for name, entry in module._checkpoint_entries().items():
+            state[head + name] = entry
+    return state
