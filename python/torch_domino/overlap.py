@@ -31,6 +31,8 @@ __all__ = [
     "ColumnParallelLinear",
     "RowParallelLinear",
     "sharded_state_dict",
+    "sharded_optimizer_state_dict",
+    "set_sharded_optimizer_state_dict",
 ]
 
 _impl = _C.overlap
@@ -133,12 +135,19 @@ class _CppModule(nn.Module):
 
     def _checkpoint_entries(self) -> dict[str, torch.Tensor]:
         """This module's parameters as ``sharded_state_dict`` gives them (names relative to it)."""
+        return self._shard_entries({name: p.detach() for name, p in self.named_parameters()})
+
+    def _shard_entries(self, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """Checkpoint entries of tensors shaped like this rank's parameters (the parameters
+        themselves, or an optimizer's state of them), keyed by parameter name: a DTensor view
+        per fused block of each sharded one, the replicated ones as they are."""
         group = self._tp_group
         tp = dist.get_world_size(group) if group is not None and dist.is_initialized() else 1
-        params = dict(self.named_parameters())
         entries: dict[str, torch.Tensor] = {}
         for name, dim, segments, names in self._impl.shard_layouts():
-            local = params[name].detach()
+            if name not in tensors:
+                continue
+            local = tensors[name]
             if dim < 0:  # the same on every rank: stored once
                 entries[name] = local
                 continue
@@ -260,3 +269,79 @@ def sharded_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
         for name, entry in module._checkpoint_entries().items():
             state[head + name] = entry
     return state
+
+
+def _domino_parameters(model: nn.Module) -> dict[str, tuple[_CppModule, str]]:
+    """Each parameter of a Domino layer in model, by its name in model: its layer, its name there."""
+    owners = {}
+    for prefix, module in model.named_modules():
+        if isinstance(module, _CppModule):
+            head = prefix + "." if prefix else ""
+            for name, _ in module.named_parameters():
+                owners[head + name] = (module, name)
+    return owners
+
+
+def sharded_optimizer_state_dict(model: nn.Module, optimizer: torch.optim.Optimizer) -> dict:
+    """The optimizer's state as ``torch.distributed.checkpoint`` needs it, next to
+    ``sharded_state_dict(model)``: ``get_optimizer_state_dict``'s (keys are parameter names),
+    with every state tensor of a Domino layer's weight (AdamW's ``exp_avg``, ``exp_avg_sq``) cut
+    like the weight itself, so it reshards to another tensor-parallel size::
+
+        dcp.save({"model": sharded_state_dict(model),
+                  "optim": sharded_optimizer_state_dict(model, opt)}, checkpoint_id=path)
+        state = {"model": sharded_state_dict(model), "optim": sharded_optimizer_state_dict(model, opt)}
+        dcp.load(state, checkpoint_id=path)
+        set_sharded_optimizer_state_dict(model, opt, state["optim"])
+
+    An optimizer that has not stepped yet gets its state made first (a step with zero gradients
+    and learning rate, as ``get_optimizer_state_dict`` does). The state tensors are the
+    optimizer's own: ``dcp.load`` writes into them; ``set_sharded_optimizer_state_dict`` then
+    restores the hyperparameters of the param groups.
+    """
+    from torch.distributed.checkpoint.state_dict import get_optimizer_state_dict
+    plain = get_optimizer_state_dict(model, optimizer)
+    owners = _domino_parameters(model)
+    params = dict(model.named_parameters())
+    state, renamed = {}, {}
+    for fqn, values in plain["state"].items():
+        if fqn not in owners:
+            state[fqn] = values
+            continue
+        module, name = owners[fqn]
+        head = fqn[: len(fqn) - len(name)]
+        shaped = {k: v for k, v in values.items()
+                  if torch.is_tensor(v) and v.shape == params[fqn].shape}
+        pieces: dict[str, dict] = {}
+        for key, value in shaped.items():
+            for piece, tensor in module._shard_entries({name: value}).items():
+                pieces.setdefault(head + piece, {})[key] = tensor
+        for piece in pieces:  # the scalars (AdamW's step) go with every piece
+            pieces[piece].update({k: v for k, v in values.items() if k not in shaped})
+        state.update(pieces)
+        renamed[fqn] = sorted(pieces) if pieces else [fqn]
+        if not pieces:
+            state[fqn] = values
+    groups = []
+    for group in plain["param_groups"]:
+        group = dict(group)
+        group["params"] = [piece for fqn in group["params"] for piece in renamed.get(fqn, [fqn])]
+        groups.append(group)
+    return {"state": state, "param_groups": groups}
+
+
+def set_sharded_optimizer_state_dict(model: nn.Module, optimizer: torch.optim.Optimizer,
+                                     loaded: dict) -> None:
+    """After ``dcp.load`` into ``sharded_optimizer_state_dict(model, optimizer)``: gives the
+    optimizer the loaded param groups' hyperparameters (the state tensors already hold what was
+    loaded), through ``set_optimizer_state_dict``."""
+    from torch.distributed.checkpoint.state_dict import (get_optimizer_state_dict,
+                                                         set_optimizer_state_dict)
+    plain = get_optimizer_state_dict(model, optimizer)
+    if len(loaded["param_groups"]) != len(plain["param_groups"]):
+        raise ValueError(f"set_sharded_optimizer_state_dict: the checkpoint has "
+                         f"{len(loaded['param_groups'])} param groups, this optimizer "
+                         f"{len(plain['param_groups'])}")
+    for group, saved in zip(plain["param_groups"], loaded["param_groups"]):
+        group.update({k: v for k, v in saved.items() if k != "params"})
+    set_optimizer_state_dict(model, optimizer, plain)

@@ -5,6 +5,8 @@ its slice of the unsharded weights the test chose."""
 
 from __future__ import annotations
 
+import hashlib
+
 import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
@@ -56,3 +58,57 @@ def load(rank: int, world: int, path: str, overrides: dict, seed: int) -> dict:
     finite = bool(torch.isfinite(model(x)).all())
     return {"wrong": wrong, "checked": len(list(model.parameters())), "finite": finite,
             "keys": sorted(state)}
+
+
+def _digest(t: torch.Tensor) -> str:
+    return hashlib.sha256(t.detach().contiguous().cpu().numpy().tobytes()).hexdigest()[:16]
+
+
+def _training_state(model, optimizer) -> dict:
+    """Every parameter and optimizer state tensor of this rank, as digests of their bits."""
+    out = {}
+    for name, p in model.named_parameters():
+        out[name] = _digest(p)
+        for key, value in optimizer.state[p].items():
+            if torch.is_tensor(value):
+                out[f"{name}:{key}"] = _digest(value)
+    return out
+
+
+def _steps(model, optimizer, steps: int) -> None:
+    for step in range(steps):
+        x = torch.randn(4, 2, BASE["hidden_size"], generator=torch.Generator().manual_seed(step))
+        optimizer.zero_grad()
+        model(x).pow(2).mean().backward()
+        optimizer.step()
+
+
+def train_and_save(rank: int, world: int, path: str, seed: int, steps: int) -> dict:
+    model = _model({})
+    model.load_unsharded(_unsharded(model, seed))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1)
+    _steps(model, optimizer, steps)
+    dcp.save({"model": ov.sharded_state_dict(model),
+              "optim": ov.sharded_optimizer_state_dict(model, optimizer)}, checkpoint_id=path)
+    return _training_state(model, optimizer)
+
+
+def load_and_save(rank: int, world: int, path: str, again: str | None, overrides: dict) -> dict:
+    """Loads model and AdamW state at this world's tensor-parallel size (a fresh optimizer with
+    another learning rate), optionally saves them again at this size; reports them."""
+    model = _model({**overrides, "seed": 99})
+    optimizer = torch.optim.AdamW(model.parameters(), lr=0.5, weight_decay=0.0)
+    state = {"model": ov.sharded_state_dict(model),
+             "optim": ov.sharded_optimizer_state_dict(model, optimizer)}
+    dcp.load(state, checkpoint_id=path)
+    ov.set_sharded_optimizer_state_dict(model, optimizer, state["optim"])
+    if again:
+        dcp.save({"model": ov.sharded_state_dict(model),
+                  "optim": ov.sharded_optimizer_state_dict(model, optimizer)}, checkpoint_id=again)
+    group = optimizer.param_groups[0]
+    steps = sorted({float(optimizer.state[p]["step"]) for p in model.parameters()})
+    report = {"state": _training_state(model, optimizer), "lr": group["lr"],
+              "weight_decay": group["weight_decay"], "steps": steps}
+    _steps(model, optimizer, 1)  # it trains on from there
+    report["finite"] = all(bool(torch.isfinite(p).all()) for p in model.parameters())
+    return report
