@@ -3,7 +3,9 @@
 // (UCX's message tags, shared memory's round descriptors) and the names in their messages.
 // Each entry: the enumerator, the name torch.distributed gives the op (the router, the table
 // and the report use it), and the plugin ABI's entry name (the transports' messages use it).
-// Adding a collective starts here. Torch-free, header only.
+// Adding a collective starts here, at the end: an entry's place is wire format (shared memory's
+// round descriptors and UCX's message signatures carry it), so entries are only ever appended.
+// Torch-free, header only.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +36,12 @@ inline constexpr Collective kCollectives[] = {
 #undef DOMINO_VALUE
 };
 inline constexpr size_t kCollectiveCount = sizeof(kCollectives) / sizeof(kCollectives[0]);
+
+// The wire codes, pinned: moving an entry would let builds of different versions misread each
+// other's calls.
+static_assert(static_cast<uint32_t>(Collective::kAllReduce) == 0 &&
+              static_cast<uint32_t>(Collective::kAllToAll) == 7 &&
+              static_cast<uint32_t>(Collective::kBarrier) == 8);
 
 // "all_reduce", as torch.distributed names it.
 constexpr const char* collective_name(Collective op) {

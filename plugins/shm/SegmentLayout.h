@@ -11,7 +11,8 @@
 
 namespace domino::shm {
 
-constexpr uint64_t kSegmentMagic = 0x444f4d494e4f3033ull;  // "DOMINO03"
+// "DOMINO04": 04 numbers the ops of its round descriptors as topology/Collectives.h does.
+constexpr uint64_t kSegmentMagic = 0x444f4d494e4f3034ull;
 constexpr size_t kCacheLine = 64;
 constexpr size_t kPage = 4096;
 
