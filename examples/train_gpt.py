@@ -6,7 +6,7 @@ The text is this repository's own documentation and sources, read as bytes (a 25
 vocabulary, so there is no tokenizer to install). Every rank draws the same batches: all ranks
 form one tensor-parallel group, so the loss is the same on every rank and rank 0 prints it.
 
-``--tp-mode naive`` runs the same model Megatron-style (one micro-batch, each row-parallel
+``--tp-mode naive`` runs the same model Megatron-style (``split="none"``: one micro-batch, each row-parallel
 all-reduce waited at once); ``domino`` cuts the batch and the outputs and overlaps the
 reductions. Both start from the same weights and see the same data, so their losses agree step
 for step within float tolerance; only the time differs.
@@ -82,10 +82,9 @@ def main() -> None:
         hidden_size=args.hidden, num_attention_heads=args.heads, num_layers=args.layers,
         activation="swiglu", normalization="rmsnorm", rotary=True, bias=False,
         hidden_dropout=args.dropout, attention_dropout=args.dropout, seed=args.seed,
-        split=args.split if domino else "row",
-        micro_batches=(args.micro_batches if args.split != "column" else 1) if domino else 1,
+        split=args.split if domino else "none",
+        micro_batches=(args.micro_batches if args.split != "column" else 1) if domino else None,
         column_chunks=(args.column_chunks if args.split != "row" else 1) if domino else 1,
-        overlap="inter" if domino else "intra",
     )
     model = TinyGPT(config, args.seq)
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.0)

@@ -55,7 +55,15 @@ void TransformerConfig::validate(int64_t tensor_parallel, int64_t batch_size) co
   if (split == Split::kColumn && micro_batches != 1) {
     reject("split=column cuts weights only; set micro_batches=1 or split=row/2d");
   }
-  if (split != Split::kRow) {
+  if (split == Split::kNone &&
+      (micro_batches != 1 || column_chunks != 1 || overlap != OverlapScope::kIntra)) {
+    reject(
+        "split=none cuts nothing and waits every all-reduce at once; it needs micro_batches=1, "
+        "column_chunks=1 and overlap=intra (got " +
+        std::to_string(micro_batches) + ", " + std::to_string(column_chunks) + ", " +
+        (overlap == OverlapScope::kIntra ? "intra" : "inter") + ")");
+  }
+  if (split == Split::kColumn || split == Split::k2d) {
     // Column chunks cut the output columns of the row-parallel GEMMs (hidden_size wide).
     require_divisible("hidden_size", hidden_size, "column_chunks", column_chunks);
   }
@@ -88,7 +96,8 @@ Split parse_split(const std::string& name) {
   if (name == "row") return Split::kRow;
   if (name == "column") return Split::kColumn;
   if (name == "2d") return Split::k2d;
-  reject("split='" + name + "' is not one of row, column, 2d");
+  if (name == "none") return Split::kNone;
+  reject("split='" + name + "' is not one of row, column, 2d, none");
 }
 
 OverlapScope parse_overlap(const std::string& name) {

@@ -9,7 +9,8 @@ namespace domino::overlap {
 
 enum class Activation { kGelu, kSwiglu };
 enum class Normalization { kLayerNorm, kRmsNorm };
-enum class Split { kRow, kColumn, k2d };
+// kNone: the Megatron-style baseline, nothing cut and every all-reduce waited at once.
+enum class Split { kRow, kColumn, k2d, kNone };
 enum class OverlapScope { kIntra, kInter };
 
 struct TransformerConfig {
@@ -40,8 +41,12 @@ struct TransformerConfig {
   int64_t ffn_size() const;
   int64_t head_dim() const { return hidden_size / num_attention_heads; }
   // Cuts of the batch and of the output columns that the schedule overlaps.
-  int64_t batch_slices() const { return split == Split::kColumn ? 1 : micro_batches; }
-  int64_t column_slices() const { return split == Split::kRow ? 1 : column_chunks; }
+  int64_t batch_slices() const {
+    return split == Split::kColumn || split == Split::kNone ? 1 : micro_batches;
+  }
+  int64_t column_slices() const {
+    return split == Split::kRow || split == Split::kNone ? 1 : column_chunks;
+  }
 
   // Throws std::invalid_argument naming the field, its value and what would shard, for a shape
   // that cannot be split over tensor_parallel ranks or a batch of batch_size sequences

@@ -31,12 +31,12 @@ from shaped_link import ShapedLink  # noqa: E402
 
 MODES = [
     # name, split, micro_batches, column_chunks, overlap, communication
-    ("naive", "row", 1, 1, "intra", True),
+    ("naive", "none", 1, 1, "intra", True),
     ("domino-row", "row", 2, 1, "inter", True),
     ("domino-column", "column", 1, 2, "inter", True),
     ("domino-row-4", "row", 4, 1, "inter", True),
     ("domino-2d", "2d", 2, 2, "inter", True),
-    ("no-communication bound", "row", 1, 1, "intra", False),
+    ("no-communication bound", "none", 1, 1, "intra", False),
     ("domino-row no-comm", "row", 2, 1, "inter", False),
     ("domino-2d no-comm", "2d", 2, 2, "inter", False),
 ]

@@ -116,13 +116,14 @@ void register_overlap(py::module_& m) {
   bind_configured<ov::ParallelMLPImpl>(overlap, "ParallelMLP");
   bind_layer<ov::ColumnParallelLinearImpl>(overlap, "ColumnParallelLinear")
       .def(py::init([](int64_t in_features, std::vector<int64_t> segments, const py::object& g,
-                       bool bias, uint64_t seed, double init_std, const std::string& dtype) {
+                       bool bias, uint64_t seed, double init_std, const std::string& dtype,
+                       std::vector<std::string> names) {
              ov::WeightInit init(seed, init_std, ov::parse_params_dtype(dtype));
-             return std::make_shared<ov::ColumnParallelLinearImpl>(in_features, std::move(segments),
-                                                                   bias, group_from(g), init);
+             return std::make_shared<ov::ColumnParallelLinearImpl>(
+                 in_features, std::move(segments), bias, group_from(g), init, std::move(names));
            }),
            py::arg("in_features"), py::arg("out_segments"), py::arg("group"), py::arg("bias"),
-           py::arg("seed"), py::arg("init_std"), py::arg("dtype"));
+           py::arg("seed"), py::arg("init_std"), py::arg("dtype"), py::arg("segment_names"));
   bind_layer<ov::RowParallelLinearImpl>(overlap, "RowParallelLinear")
       .def(py::init([](int64_t in_features, int64_t out_features, const py::object& g, bool bias,
                        uint64_t seed, double init_std, const std::string& dtype) {

@@ -43,9 +43,11 @@ class TransformerConfig:
     """The shape and schedule of a Domino transformer (the same fields as the C++ struct).
 
     ``split``: ``"row"`` (micro-batches), ``"column"`` (column chunks of the row-parallel
-    outputs) or ``"2d"`` (both). ``overlap``: ``"intra"`` hides reductions inside each layer,
+    outputs), ``"2d"`` (both) or ``"none"`` (the Megatron-style baseline: nothing cut, every
+    all-reduce waited at once). ``overlap``: ``"intra"`` hides reductions inside each layer,
     ``"inter"`` also lets the last micro-batch's MLP reduction run under the next layer's
-    attention. ``num_query_groups`` 0 means no GQA; ``ffn_hidden_size`` 0 means 4h (gelu) or
+    attention. ``micro_batches`` and ``overlap`` left as ``None`` follow the split: 2 and
+    ``"inter"`` for row and 2d, 1 and ``"inter"`` for column, 1 and ``"intra"`` for none. ``num_query_groups`` 0 means no GQA; ``ffn_hidden_size`` 0 means 4h (gelu) or
     8h/3 rounded up to 64 (swiglu).
     """
 
@@ -63,12 +65,18 @@ class TransformerConfig:
     attention_dropout: float = 0.0
     params_dtype: str = "float32"
     split: str = "row"
-    micro_batches: int = 2
+    micro_batches: Optional[int] = None
     column_chunks: int = 1
-    overlap: str = "inter"
+    overlap: Optional[str] = None
     norm_epsilon: float = 1e-5
     init_std: float = 0.02
     seed: int = 1234
+
+    def __post_init__(self) -> None:
+        if self.micro_batches is None:
+            self.micro_batches = 1 if self.split in ("column", "none") else 2
+        if self.overlap is None:
+            self.overlap = "intra" if self.split == "none" else "inter"
 
     def validate(self, tensor_parallel: int, batch_size: int = 0) -> int:
         """Raises ValueError naming the field that cannot be sharded; returns the FFN size."""
@@ -98,6 +106,7 @@ class _CppModule(nn.Module):
                 child = owner._modules.get(part)
                 if child is None:
                     child = nn.Module()
+                    child._domino_part_of = type(self).__name__  # a name holder, see above
                     owner.add_module(part, child)
                 owner = child
             # Marks the C++ tensor itself as a Parameter (nn.Parameter's documented flag), so
@@ -216,18 +225,22 @@ class ColumnParallelLinear(_CppModule):
     """``Y = X A^T + b`` with ``A``'s output rows cut over the group: the input is replicated,
     the output holds this rank's ``out_features / tp`` columns. In backward the input-gradient
     all-reduce overlaps the weight-gradient GEMM. ``out_segments`` lists fused blocks that are
-    each cut over the ranks (for example ``[q, k, v]``); the default is one block."""
+    each cut over the ranks (for example ``[q, k, v]``); the default is one block.
+    ``segment_names`` name the blocks in checkpoints (``sharded_state_dict``); unnamed blocks
+    are stored as ``segment0``, ``segment1``, ..."""
 
     def __init__(self, in_features: int, out_features: int, group=None, bias: bool = True,
                  out_segments: Optional[list[int]] = None, seed: int = 1234,
-                 init_std: float = 0.02, dtype: str = "float32"):
+                 init_std: float = 0.02, dtype: str = "float32",
+                 segment_names: Optional[list[str]] = None):
         segments = list(out_segments) if out_segments else [out_features]
         if sum(segments) != out_features:
             raise ValueError(f"ColumnParallelLinear: out_segments {segments} sum to "
                              f"{sum(segments)}, not out_features={out_features}")
         group = _group_or_world(group)
         super().__init__(_impl.ColumnParallelLinear(in_features, segments, group, bias, seed,
-                                                    init_std, dtype), group)
+                                                    init_std, dtype, list(segment_names or [])),
+                         group)
 
 
 class RowParallelLinear(_CppModule):
@@ -260,14 +273,35 @@ def sharded_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
     ``model.load_state_dict(...)`` still work as for any module.
     """
     state = model.state_dict()
+    layers = [prefix for prefix, module in model.named_modules() if isinstance(module, _CppModule)]
+    for prefix, module in model.named_modules():
+        part_of = getattr(module, "_domino_part_of", None)
+        if part_of is not None and not any(prefix.startswith(p + ".") or p == "" for p in layers):
+            raise ValueError(
+                f"sharded_state_dict: '{prefix or type(model).__name__}' holds names of a "
+                f"{part_of}'s parameters, not the layer; call it on the {part_of} (or a module "
+                "holding it), which knows how its weights are cut")
+    domino = {}  # storage of every Domino parameter -> its name
     for prefix, module in model.named_modules():
         if not isinstance(module, _CppModule):
             continue
         head = prefix + "." if prefix else ""
-        for name, _ in module.named_parameters():
+        for name, param in module.named_parameters():
             state.pop(head + name, None)
+            domino[param.untyped_storage().data_ptr()] = head + name
         for name, entry in module._checkpoint_entries().items():
             state[head + name] = entry
+    # A Domino weight reached under another name (a tied weight, a module registered twice, a
+    # part of a Domino layer passed on its own) would be one rank's shard under one key: DCP
+    # would keep one rank's and load it everywhere.
+    for key, value in state.items():
+        if torch.is_tensor(value) and type(value).__name__ != "DTensor" and value.numel() > 0:
+            owner = domino.get(value.untyped_storage().data_ptr())
+            if owner is not None and owner != key and not key.startswith(owner.rpartition(".")[0]):
+                raise ValueError(
+                    f"sharded_state_dict: '{key}' is the Domino parameter '{owner}' under another "
+                    "name, which would save one rank's shard for every rank; untie it or call "
+                    "sharded_state_dict on a module that holds the whole Domino layer")
     return state
 
 

@@ -44,6 +44,18 @@ TEST(TransformerConfig, MoreMicroBatchesThanSequencesIsRejected) {
   EXPECT_EQ(why(c, 2, 4), "");
 }
 
+TEST(TransformerConfig, TheNaiveScheduleCutsNothingAndOverlapsNothing) {
+  TransformerConfig c = small();
+  c.split = parse_split("none");
+  EXPECT_NE(why(c, 2).find("split=none cuts nothing"), std::string::npos);  // 2 micro-batches
+  c.micro_batches = 1;
+  EXPECT_NE(why(c, 2).find("overlap=intra"), std::string::npos);  // inter by default
+  c.overlap = OverlapScope::kIntra;
+  EXPECT_EQ(why(c, 2), "");
+  EXPECT_EQ(c.batch_slices(), 1);
+  EXPECT_EQ(c.column_slices(), 1);
+}
+
 TEST(TransformerConfig, ParsersNameTheAcceptedValues) {
   EXPECT_EQ(parse_split("2d"), Split::k2d);
   try {

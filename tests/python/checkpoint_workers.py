@@ -22,9 +22,10 @@ def _model(overrides: dict) -> ov.DominoTransformer:
     return ov.DominoTransformer(ov.TransformerConfig(**{**BASE, **overrides}))
 
 
-def _unsharded(model: ov.DominoTransformer, seed: int) -> dict[str, torch.Tensor]:
+def _unsharded(model: ov.DominoTransformer, seed: int, tp: int | None = None) -> dict[str, torch.Tensor]:
     """Weights of the whole model, the same on every rank and at every tensor-parallel size."""
-    tp = dist.get_world_size() if dist.is_initialized() else 1
+    if tp is None:
+        tp = dist.get_world_size() if dist.is_initialized() else 1
     params = dict(model.named_parameters())
     full = {}
     for index, (name, dim, segments, _) in enumerate(model._impl.shard_layouts()):
@@ -112,3 +113,71 @@ def load_and_save(rank: int, world: int, path: str, again: str | None, overrides
     _steps(model, optimizer, 1)  # it trains on from there
     report["finite"] = all(bool(torch.isfinite(p).all()) for p in model.parameters())
     return report
+
+
+class UserModel(torch.nn.Module):
+    """A trainer's model: its own layers and a buffer around a DominoTransformer."""
+
+    def __init__(self, group):
+        super().__init__()
+        self.embed = torch.nn.Linear(8, BASE["hidden_size"])
+        self.register_buffer("scale", torch.tensor(1.0))
+        self.body = ov.DominoTransformer(ov.TransformerConfig(**BASE), group=group)
+
+
+def save_data_and_tensor_parallel(rank: int, world: int, path: str, seed: int) -> dict:
+    """World 4 as 2 data-parallel replicas of tensor-parallel pairs {0, 1} and {2, 3}."""
+    groups = [dist.new_group([0, 1]), dist.new_group([2, 3])]
+    model = UserModel(groups[rank // 2])
+    model.body.load_unsharded(_unsharded(model.body, seed, tp=2))
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        model.embed.weight.copy_(torch.randn(model.embed.weight.shape))
+        model.embed.bias.copy_(torch.randn(model.embed.bias.shape))
+        model.scale.fill_(3.5)
+    dcp.save(ov.sharded_state_dict(model), checkpoint_id=path)
+    return sorted(ov.sharded_state_dict(model))
+
+
+def load_user_model(rank: int, world: int, path: str, seed: int) -> dict:
+    model = UserModel(None if world == 1 else dist.group.WORLD)
+    state = ov.sharded_state_dict(model)
+    dcp.load(state, checkpoint_id=path)
+    full = _unsharded(model.body, seed)
+    torch.manual_seed(seed)
+    want_weight, want_bias = torch.randn(model.embed.weight.shape), torch.randn(model.embed.bias.shape)
+    wrong = [name for name, param in model.body.named_parameters()
+             if not torch.equal(param.detach(), model.body.shard_of(name, full[name]))]
+    if not torch.equal(model.embed.weight.detach(), want_weight):
+        wrong.append("embed.weight")
+    if not torch.equal(model.embed.bias.detach(), want_bias):
+        wrong.append("embed.bias")
+    if float(model.scale) != 3.5:
+        wrong.append("scale")
+    return {"wrong": wrong, "keys": sorted(state)}
+
+
+def refusals(rank: int, world: int) -> dict:
+    """sharded_state_dict on what cannot be saved as one model: a Domino layer's name holder,
+    and a Domino weight tied under a second name."""
+    model = ov.DominoTransformer(ov.TransformerConfig(**BASE))
+    out = {}
+    try:
+        ov.sharded_state_dict(model.layers)
+        out["part"] = ""
+    except ValueError as e:
+        out["part"] = str(e)
+
+    class Tied(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = model
+            self.head = torch.nn.Linear(1, 1)
+            self.head.weight = getattr(model.layers, "0").mlp.fc2.weight
+
+    try:
+        ov.sharded_state_dict(Tied())
+        out["tied"] = ""
+    except ValueError as e:
+        out["tied"] = str(e)
+    return out

@@ -55,3 +55,24 @@ def test_adamw_state_reshards_and_comes_back_bit_for_bit(tmp_path):
                                       timeout=300))
     for report in at_four:
         assert report["steps"] == [3.0] and report["lr"] == 1e-2 and report["finite"]
+
+
+def test_a_trainers_model_over_data_and_tensor_parallel_groups_loads_whole(tmp_path):
+    # Two data-parallel replicas of TP pairs, the Domino layers inside a model with a linear and a
+    # buffer of its own: loaded on one rank (TP 1) and on four (TP 4), every tensor exact.
+    path = str(tmp_path / "checkpoint")
+    saved = assert_all_ok(run_ranks(4, "checkpoint_workers.save_data_and_tensor_parallel", path, 7,
+                                    timeout=300))
+    assert "body.layers.0.attention.qkv.q.weight" in saved[0] and "embed.weight" in saved[0]
+    assert "scale" in saved[0]
+    for world in (1, 4):
+        for rank, report in enumerate(assert_all_ok(run_ranks(
+                world, "checkpoint_workers.load_user_model", path, 7, timeout=300))):
+            assert report["wrong"] == [], f"TP {world} rank {rank}: {report['wrong']}"
+            assert report["keys"] == saved[0]
+
+
+def test_what_would_save_one_ranks_shard_for_all_is_refused():
+    report = assert_all_ok(run_ranks(2, "checkpoint_workers.refusals"))[0]
+    assert "holds names of a DominoTransformer's parameters" in report["part"], report
+    assert "'head.weight' is the Domino parameter 'body.layers.0.mlp.fc2.weight'" in report["tied"], report

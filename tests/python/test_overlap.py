@@ -11,7 +11,8 @@ import pytest
 from ranks import assert_all_ok, assert_all_reported, run_ranks
 
 SCHEDULES = (
-    [("row", mb, 1) for mb in (1, 2, 3, 4)]
+    [("none", 1, 1)]
+    + [("row", mb, 1) for mb in (1, 2, 3, 4)]
     + [("column", 1, cc) for cc in (1, 2, 3, 4)]
     + [("2d", 2, 2), ("2d", 3, 3), ("2d", 4, 2), ("2d", 1, 4)]
 )
@@ -26,7 +27,7 @@ def matrix() -> list[dict]:
             hidden_size=48, num_attention_heads=8, num_query_groups=4 if gqa else 0, num_layers=2,
             activation=activation, normalization=norm, split=split, micro_batches=mb,
             column_chunks=cc, rotary=index % 2 == 0, bias=index % 3 != 0,
-            overlap="inter" if (index // 2) % 2 == 0 else "intra",
+            overlap="inter" if (index // 2) % 2 == 0 and split != "none" else "intra",
         ))
     return configs
 
@@ -49,7 +50,7 @@ def test_transformer_matches_reference_over_the_whole_matrix(tp):
     configs = matrix()
     results = assert_all_ok(run_ranks(tp, "overlap_workers.transformer_numerics", configs, timeout=600))
     for rank, reports in enumerate(results):
-        assert len(reports) == len(configs) == 96
+        assert len(reports) == len(configs) == 104
         assert failures(reports) == [], f"rank {rank}"
 
 
