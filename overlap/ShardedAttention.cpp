@@ -69,7 +69,7 @@ at::Tensor ShardedAttentionImpl::context(const at::Tensor& hidden, BatchDropout&
                              -1, at::kFloat)
                      .to(q.scalar_type());
     probs = dropout.apply(dropout_site, probs, config_.attention_dropout, 0, batch_offset,
-                          rng_->sharded(hidden.device()));
+                          DropoutStream::kSharded);
     out = at::matmul(probs, v);
   } else {
     out = at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);
@@ -83,7 +83,8 @@ PendingSum ShardedAttentionImpl::project(const at::Tensor& context, int64_t colu
 
 at::Tensor ShardedAttentionImpl::forward(const at::Tensor& hidden) {
   check_hidden_shape(hidden, config_.hidden_size, *group_, "ShardedAttention");
-  BatchDropout dropout(is_training(), hidden.size(1));
+  BatchDropout dropout =
+      begin_dropout(is_training(), 0.0, config_.attention_dropout, hidden, rng_, *group_);
   return project(context(hidden, dropout, 0), 1).resolve();
 }
 

@@ -1,36 +1,62 @@
 #include "TensorParallelRng.h"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Context.h>
 #include <ATen/Functions.h>
 
+#include <mutex>
+
 namespace domino::overlap {
+
+namespace {
+uint64_t mix(uint64_t x) {  // splitmix64's finalizer
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
+uint64_t hash_text(const std::string& text) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+}  // namespace
 
 TensorParallelRng::TensorParallelRng(uint64_t seed, int64_t tensor_parallel_rank)
     : replicated_seed_(seed * 0x9E3779B97F4A7C15ULL + 1),
       sharded_seed_(seed * 0x9E3779B97F4A7C15ULL + 2 +
                     static_cast<uint64_t>(tensor_parallel_rank) * 0xD1B54A32D192ED03ULL) {}
 
-at::Generator TensorParallelRng::make(c10::Device device, uint64_t seed) {
+uint64_t TensorParallelRng::pass_seed(const TensorParallelGroup& group, c10::Device device) const {
+  uint64_t drawn = 0;
+  {
+    at::Generator cpu = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(cpu.mutex());
+    drawn = cpu.get<at::CPUGeneratorImpl>()->random64();
+  }
+  if (group.size() == 1 || group.communication_dropped()) return drawn;
+  // Rank 0's draw for everyone: ranks whose default generators differ (seeded per rank, or one
+  // drew more) still drop the same elements of the replicated activations.
+  at::Tensor agreed = at::zeros({1}, at::TensorOptions().dtype(at::kLong).device(device));
+  if (group.rank() == 0) agreed.fill_(static_cast<int64_t>(drawn));
+  wait_for(group.all_reduce_async(agreed));
+  return static_cast<uint64_t>(agreed.item<int64_t>());
+}
+
+at::Generator TensorParallelRng::site_generator(DropoutStream stream, uint64_t pass_seed,
+                                                const std::string& site, c10::Device device) const {
+  const uint64_t base = stream == DropoutStream::kReplicated ? replicated_seed_ : sharded_seed_;
   auto generator = at::globalContext().defaultGenerator(device).clone();
   std::lock_guard<std::mutex> lock(generator.mutex());
-  generator.set_current_seed(seed);
+  generator.set_current_seed(mix(base ^ mix(pass_seed ^ mix(hash_text(site)))));
   return generator;
 }
 
-at::Generator TensorParallelRng::stream(const char* kind, c10::Device device, uint64_t seed) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  const std::string key = std::string(kind) + "/" + device.str();
-  auto found = generators_.find(key);
-  if (found == generators_.end()) found = generators_.emplace(key, make(device, seed)).first;
-  return found->second;
-}
-
-at::Generator TensorParallelRng::replicated(c10::Device device) {
-  return stream("replicated", device, replicated_seed_);
-}
-
-at::Generator TensorParallelRng::sharded(c10::Device device) {
-  return stream("sharded", device, sharded_seed_);
+BatchDropout::BatchDropout(int64_t full_batch, std::shared_ptr<const TensorParallelRng> rng,
+                           const TensorParallelGroup& group, c10::Device device)
+    : training_(true), full_batch_(full_batch), rng_(std::move(rng)) {
+  pass_seed_ = rng_->pass_seed(group, device);
 }
 
 at::Tensor DropMask::apply(const at::Tensor& x) const {
@@ -38,8 +64,8 @@ at::Tensor DropMask::apply(const at::Tensor& x) const {
 }
 
 DropMask BatchDropout::mask(const std::string& site, const at::Tensor& like, double p,
-                            int64_t batch_dim, int64_t offset, at::Generator generator) {
-  if (!training_ || p <= 0.0) return {};
+                            int64_t batch_dim, int64_t offset, DropoutStream stream) {
+  if (!training_ || p <= 0.0 || !rng_) return {};
   auto found = masks_.find(site);
   if (found == masks_.end()) {
     auto shape = like.sizes().vec();
@@ -47,15 +73,24 @@ DropMask BatchDropout::mask(const std::string& site, const at::Tensor& like, dou
     // Bool, not the activation dtype: the mask is saved for backward, and a byte per element
     // is a quarter of fp32's.
     auto dropped = at::empty(shape, like.options().dtype(at::kBool));
-    dropped.bernoulli_(p, generator);  // the kernel locks the generator
+    dropped.bernoulli_(p, rng_->site_generator(stream, pass_seed_, site, like.device()));
     found = masks_.emplace(site, std::move(dropped)).first;
   }
   return {found->second.narrow(batch_dim, offset, like.size(batch_dim)), 1.0 / (1.0 - p)};
 }
 
 at::Tensor BatchDropout::apply(const std::string& site, const at::Tensor& x, double p,
-                               int64_t batch_dim, int64_t offset, at::Generator generator) {
-  return mask(site, x, p, batch_dim, offset, std::move(generator)).apply(x);
+                               int64_t batch_dim, int64_t offset, DropoutStream stream) {
+  return mask(site, x, p, batch_dim, offset, stream).apply(x);
+}
+
+BatchDropout begin_dropout(bool training, double hidden_dropout, double attention_dropout,
+                           const at::Tensor& hidden, const std::shared_ptr<TensorParallelRng>& rng,
+                           const TensorParallelGroup& group) {
+  if (!training || (hidden_dropout <= 0.0 && attention_dropout <= 0.0)) {
+    return BatchDropout(false, hidden.size(1));
+  }
+  return BatchDropout(hidden.size(1), rng, group, hidden.device());
 }
 
 }  // namespace domino::overlap

@@ -1,7 +1,13 @@
 // Random streams for dropout under tensor parallelism. Activations that every TP rank holds in
 // full (after an all-reduce) must drop the same elements on every rank, so they draw from a
 // stream seeded alike everywhere; activations over a rank's own heads draw from a stream of
-// their own, so different heads get independent masks. Both are deterministic under the seed.
+// their own, so different heads get independent masks.
+//
+// Each forward pass (in training, with a dropout rate above 0) takes a pass seed from PyTorch's
+// default CPU generator, as torch.nn.Dropout takes its randomness from the default generators,
+// and tensor-parallel rank 0's seed is the group's. So torch.utils.checkpoint, which saves the
+// default generators' state and restores it before recomputing, makes the recompute drop exactly
+// what the forward dropped, and masks are deterministic under config.seed and torch.manual_seed.
 #pragma once
 
 #include <ATen/core/Generator.h>
@@ -9,26 +15,29 @@
 
 #include <cstdint>
 #include <map>
-#include <mutex>
+#include <memory>
 #include <string>
 
+#include "TensorParallelGroup.h"
+
 namespace domino::overlap {
+
+enum class DropoutStream { kReplicated, kSharded };
 
 class TensorParallelRng {
  public:
   TensorParallelRng(uint64_t seed, int64_t tensor_parallel_rank);
 
-  at::Generator replicated(c10::Device device);
-  at::Generator sharded(c10::Device device);
+  // The seed of a forward pass: drawn from the default CPU generator and agreed with the
+  // group's rank 0 (one small all-reduce over group, on device).
+  uint64_t pass_seed(const TensorParallelGroup& group, c10::Device device) const;
+  // A generator for one dropout site of one pass, on device.
+  at::Generator site_generator(DropoutStream stream, uint64_t pass_seed, const std::string& site,
+                               c10::Device device) const;
 
  private:
-  at::Generator make(c10::Device device, uint64_t seed);
-  at::Generator stream(const char* kind, c10::Device device, uint64_t seed);
-
   uint64_t replicated_seed_;
   uint64_t sharded_seed_;
-  std::mutex mutex_;
-  std::map<std::string, at::Generator> generators_;
 };
 
 // Which elements one dropout site drops (bool, a byte per element) and how the kept ones scale.
@@ -44,20 +53,31 @@ struct DropMask {
 // slice. So Domino with 4 micro-batches drops exactly what the unsplit model drops.
 class BatchDropout {
  public:
+  // A pass that drops nothing (evaluation, or no dropout anywhere) takes no seed.
   BatchDropout(bool training, int64_t full_batch) : training_(training), full_batch_(full_batch) {}
+  // A training pass with dropout: takes its seed (rng.pass_seed) now, before any mask is drawn.
+  BatchDropout(int64_t full_batch, std::shared_ptr<const TensorParallelRng> rng,
+               const TensorParallelGroup& group, c10::Device device);
 
   // `x` is the micro-batch whose rows [offset, offset + x.size(batch_dim)) of the full batch
   // lie along batch_dim.
   at::Tensor apply(const std::string& site, const at::Tensor& x, double p, int64_t batch_dim,
-                   int64_t offset, at::Generator generator);
+                   int64_t offset, DropoutStream stream);
   // The mask apply() uses, for a micro-batch shaped like `like`.
   DropMask mask(const std::string& site, const at::Tensor& like, double p, int64_t batch_dim,
-                int64_t offset, at::Generator generator);
+                int64_t offset, DropoutStream stream);
 
  private:
   bool training_;
   int64_t full_batch_;
+  std::shared_ptr<const TensorParallelRng> rng_;
+  uint64_t pass_seed_ = 0;
   std::map<std::string, at::Tensor> masks_;
 };
+
+// The dropout of one forward pass of a module built from config, over input `hidden`.
+BatchDropout begin_dropout(bool training, double hidden_dropout, double attention_dropout,
+                           const at::Tensor& hidden, const std::shared_ptr<TensorParallelRng>& rng,
+                           const TensorParallelGroup& group);
 
 }  // namespace domino::overlap

@@ -6,10 +6,10 @@ TransformerImpl::TransformerImpl(const TransformerConfig& config, TensorParallel
     : ShardedModule(std::move(group)), config_(config) {
   config_.validate(group_->size());
   WeightInit init(config_.seed, config_.init_std, parse_params_dtype(config_.params_dtype));
-  auto rng = std::make_shared<TensorParallelRng>(config_.seed, group_->rank());
+  rng_ = std::make_shared<TensorParallelRng>(config_.seed, group_->rank());
   layers = register_module("layers", torch::nn::ModuleList());
   for (int64_t index = 0; index < config_.num_layers; ++index) {
-    layers->push_back(TransformerLayer(config_, index, group_, init, rng));
+    layers->push_back(TransformerLayer(config_, index, group_, init, rng_));
   }
   final_norm = register_module("final_norm", Norm(config_.hidden_size, config_.normalization,
                                                   config_.norm_epsilon, group_, init));
@@ -18,7 +18,8 @@ TransformerImpl::TransformerImpl(const TransformerConfig& config, TensorParallel
 at::Tensor TransformerImpl::forward(const at::Tensor& hidden) {
   DeferredWaitScope pass;
   check_hidden(hidden, config_, *group_, "DominoTransformer");
-  BatchDropout dropout(is_training(), hidden.size(1));
+  BatchDropout dropout = begin_dropout(is_training(), config_.hidden_dropout,
+                                       config_.attention_dropout, hidden, rng_, *group_);
   auto micro_batches = split_batch(hidden, config_.batch_slices());
   for (const auto& layer : *layers) {
     micro_batches =

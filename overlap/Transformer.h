@@ -26,6 +26,7 @@ class TransformerImpl : public ShardedModule {
 
  private:
   TransformerConfig config_;
+  std::shared_ptr<TensorParallelRng> rng_;  // the dropout streams every layer shares
 };
 TORCH_MODULE(Transformer);
 

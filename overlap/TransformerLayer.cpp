@@ -76,7 +76,7 @@ std::vector<MicroBatch> TransformerLayerImpl::forward_micro_batches(std::vector<
     MicroBatch next = MicroBatch::ready(x, input.batch_offset);
     next.delta = attention->project(context, chunks);
     next.dropout = dropout.mask(prefix + "attention.out", x, config_.hidden_dropout, 1,
-                                input.batch_offset, rng_->replicated(x.device()));
+                                input.batch_offset, DropoutStream::kReplicated);
     attended.push_back(std::move(next));
   }
   std::vector<MicroBatch> outputs;
@@ -86,7 +86,7 @@ std::vector<MicroBatch> TransformerLayerImpl::forward_micro_batches(std::vector<
     MicroBatch next = MicroBatch::ready(y, input.batch_offset);
     next.delta = mlp->project(activated, chunks);
     next.dropout = dropout.mask(prefix + "mlp.out", y, config_.hidden_dropout, 1,
-                                input.batch_offset, rng_->replicated(y.device()));
+                                input.batch_offset, DropoutStream::kReplicated);
     outputs.push_back(std::move(next));
   }
   if (config_.overlap == OverlapScope::kIntra) {
@@ -98,7 +98,8 @@ std::vector<MicroBatch> TransformerLayerImpl::forward_micro_batches(std::vector<
 at::Tensor TransformerLayerImpl::forward(const at::Tensor& hidden) {
   DeferredWaitScope pass;
   check_hidden(hidden, config_, *group_, "DominoTransformerLayer");
-  BatchDropout dropout(is_training(), hidden.size(1));
+  BatchDropout dropout = begin_dropout(is_training(), config_.hidden_dropout,
+                                       config_.attention_dropout, hidden, rng_, *group_);
   auto outputs = forward_micro_batches(split_batch(hidden, config_.batch_slices()), dropout);
   return join_batch(outputs);
 }

@@ -128,19 +128,23 @@ def layer_numerics(rank: int, world: int, cfg: dict) -> dict:
 
 
 def dropout_behaviour(rank: int, world: int, cfg: dict) -> dict:
-    """Dropout on: deterministic under the seed, identical on every TP rank where the activation
-    is replicated, and independent of how the batch is cut."""
+    """Dropout on: deterministic under the seed and the default generator, identical on every TP
+    rank where the activation is replicated (even when the ranks' default generators differ),
+    and independent of how the batch is cut."""
     x = _input(cfg)
 
-    def run(**overrides):
+    def run(default_seed=0, **overrides):
         model = ov.DominoTransformer(ov.TransformerConfig(**{**cfg, **overrides}))
         model.train()
+        # Rank 1 seeded otherwise: rank 0's pass seed is the group's.
+        torch.manual_seed(default_seed + 1000 * rank)
         return model(x).detach()
 
     first = run()
     again = run()
     unsplit = run(split="row", micro_batches=1, column_chunks=1)
     other_seed = run(seed=cfg.get("seed", 1234) + 1)
+    other_default = run(default_seed=1)
     model = ov.DominoTransformer(ov.TransformerConfig(**cfg))
     model.eval()
     eval_a, eval_b = model(x).detach(), model(x).detach()
@@ -151,6 +155,7 @@ def dropout_behaviour(rank: int, world: int, cfg: dict) -> dict:
         "same_on_every_rank": all(torch.equal(gathered[0], g) for g in gathered),
         "independent_of_split": torch.allclose(first, unsplit, rtol=1e-5, atol=1e-5),
         "seed_matters": not torch.allclose(first, other_seed),
+        "default_generator_matters": not torch.allclose(first, other_default),
         "eval_is_deterministic": torch.equal(eval_a, eval_b),
         "dropout_active": not torch.allclose(first, eval_a),
     }
@@ -310,3 +315,38 @@ def numerics_bf16(rank: int, world: int, configs: list, device_type: str) -> lis
         report["config"] = cfg
         results.append(report)
     return results
+
+
+def recompute_is_exact(rank: int, world: int, cfgs: list) -> list:
+    """torch.utils.checkpoint (reentrant and not) around a DominoTransformer and around a
+    DominoTransformerLayer, dropout on, against the same step without it: whether the output and
+    the input gradient are bit for bit the same, whether every parameter gradient is, and the
+    largest parameter-gradient difference relative to the gradient's largest value."""
+    from torch.utils.checkpoint import checkpoint
+    reports = []
+    for cfg in cfgs:
+        for target in ("DominoTransformer", "DominoTransformerLayer"):
+            model = getattr(ov, target)(ov.TransformerConfig(**cfg))
+            model.train()
+            x = _input(cfg)
+            probe = torch.randn(x.shape, generator=torch.Generator().manual_seed(3))
+
+            def step(mode):
+                torch.manual_seed(7)
+                model.zero_grad()
+                xi = x.clone().requires_grad_()
+                out = model(xi) if mode is None else checkpoint(model, xi, use_reentrant=mode)
+                (out * probe).sum().backward()
+                return [out.detach(), xi.grad] + [p.grad.clone() for p in model.parameters()]
+
+            plain = step(None)
+            for reentrant in (False, True):
+                got = step(reentrant)
+                worst = max((float((a - b).abs().max()) / max(float(a.abs().max()), 1e-30)
+                             for a, b in zip(plain[2:], got[2:])), default=0.0)
+                reports.append({"config": cfg, "target": target, "reentrant": reentrant,
+                                "activations_exact": all(torch.equal(a, b)
+                                                         for a, b in zip(plain[:2], got[:2])),
+                                "exact": all(torch.equal(a, b) for a, b in zip(plain, got)),
+                                "worst_grad": worst})
+    return reports
