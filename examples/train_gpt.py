@@ -78,6 +78,9 @@ def main() -> None:
     rank, world = dist.get_rank(), dist.get_world_size()
 
     domino = args.tp_mode == "domino"
+    # Dropout masks come from the default generator, as torch.nn.Dropout's do: seeded alike, the
+    # two modes drop the same elements (rank 0's pass seeds are the group's).
+    torch.manual_seed(args.seed)
     config = TransformerConfig(
         hidden_size=args.hidden, num_attention_heads=args.heads, num_layers=args.layers,
         activation="swiglu", normalization="rmsnorm", rotary=True, bias=False,
