@@ -2,6 +2,8 @@
 
 #include <domino/PriorityGuard.h>
 
+#include <exception>
+
 namespace domino::overlap {
 
 TensorParallelGroup::TensorParallelGroup(c10::intrusive_ptr<c10d::ProcessGroup> group)
@@ -17,6 +19,15 @@ c10::intrusive_ptr<TensorParallelGroup> TensorParallelGroup::over_backend(
 }
 
 TensorParallelGroup::TensorParallelGroup() = default;
+
+bool TensorParallelGroup::reduces_host_memory() const {
+  if (!group_) return true;  // a bare backend: a domino one, which takes both
+  try {
+    return group_->getBackend(c10::DeviceType::CPU) != nullptr;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
 
 std::string TensorParallelGroup::describe() const {
   std::string name = group_ ? group_->getBackendName() : backend_ ? backend_->getBackendName() : "";

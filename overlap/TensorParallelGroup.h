@@ -31,6 +31,10 @@ class TensorParallelGroup : public torch::CustomClassHolder {
   // caller waits on the handle before reading `tensor`.
   c10::intrusive_ptr<c10d::Work> all_reduce_async(at::Tensor& tensor) const;
 
+  // Whether the group reduces host tensors too (domino, gloo, a cpu:...,cuda:... group; not a
+  // NCCL-only one), so small agreements need not touch the device.
+  bool reduces_host_memory() const;
+
   // Benchmark only: the same compute with every all-reduce dropped (results are wrong).
   void drop_communication_for_benchmark(bool drop) { drop_communication_ = drop; }
   bool communication_dropped() const { return drop_communication_; }

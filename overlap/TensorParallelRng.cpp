@@ -37,8 +37,10 @@ uint64_t TensorParallelRng::pass_seed(const TensorParallelGroup& group, c10::Dev
   }
   if (group.size() == 1 || group.communication_dropped()) return drawn;
   // Rank 0's draw for everyone: ranks whose default generators differ (seeded per rank, or one
-  // drew more) still drop the same elements of the replicated activations.
-  at::Tensor agreed = at::zeros({1}, at::TensorOptions().dtype(at::kLong).device(device));
+  // drew more) still drop the same elements of the replicated activations. In host memory where
+  // the group takes it: reading a device result back would stall the stream every pass.
+  const c10::Device where = group.reduces_host_memory() ? c10::Device(c10::kCPU) : device;
+  at::Tensor agreed = at::zeros({1}, at::TensorOptions().dtype(at::kLong).device(where));
   if (group.rank() == 0) agreed.fill_(static_cast<int64_t>(drawn));
   wait_for(group.all_reduce_async(agreed));
   return static_cast<uint64_t>(agreed.item<int64_t>());
@@ -47,7 +49,12 @@ uint64_t TensorParallelRng::pass_seed(const TensorParallelGroup& group, c10::Dev
 at::Generator TensorParallelRng::site_generator(DropoutStream stream, uint64_t pass_seed,
                                                 const std::string& site, c10::Device device) const {
   const uint64_t base = stream == DropoutStream::kReplicated ? replicated_seed_ : sharded_seed_;
-  auto generator = at::globalContext().defaultGenerator(device).clone();
+  at::Generator generator;
+  {
+    at::Generator source = at::globalContext().defaultGenerator(device);
+    std::lock_guard<std::mutex> lock(source.mutex());
+    generator = source.clone();
+  }
   std::lock_guard<std::mutex> lock(generator.mutex());
   generator.set_current_seed(mix(base ^ mix(pass_seed ^ mix(hash_text(site)))));
   return generator;

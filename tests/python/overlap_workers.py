@@ -142,6 +142,16 @@ def dropout_behaviour(rank: int, world: int, cfg: dict) -> dict:
 
     first = run()
     again = run()
+    # Nothing drops: the default generator is left alone.
+    quiet = ov.DominoTransformer(ov.TransformerConfig(**{**cfg, "hidden_dropout": 0.0,
+                                                         "attention_dropout": 0.0}))
+    quiet.train()
+    state = torch.get_rng_state()
+    quiet(x)
+    evaluating = ov.DominoTransformer(ov.TransformerConfig(**cfg))
+    evaluating.eval()
+    evaluating(x)
+    untouched = torch.equal(state, torch.get_rng_state())
     unsplit = run(split="row", micro_batches=1, column_chunks=1)
     other_seed = run(seed=cfg.get("seed", 1234) + 1)
     other_default = run(default_seed=1)
@@ -156,6 +166,7 @@ def dropout_behaviour(rank: int, world: int, cfg: dict) -> dict:
         "independent_of_split": torch.allclose(first, unsplit, rtol=1e-5, atol=1e-5),
         "seed_matters": not torch.allclose(first, other_seed),
         "default_generator_matters": not torch.allclose(first, other_default),
+        "eval_and_no_dropout_leave_the_default_generator": untouched,
         "eval_is_deterministic": torch.equal(eval_a, eval_b),
         "dropout_active": not torch.allclose(first, eval_a),
     }
@@ -331,20 +342,26 @@ def recompute_is_exact(rank: int, world: int, cfgs: list) -> list:
             x = _input(cfg)
             probe = torch.randn(x.shape, generator=torch.Generator().manual_seed(3))
 
-            def step(mode):
+            def step(mode, preserve=True):
                 torch.manual_seed(7)
                 model.zero_grad()
                 xi = x.clone().requires_grad_()
-                out = model(xi) if mode is None else checkpoint(model, xi, use_reentrant=mode)
+                out = model(xi) if mode is None else checkpoint(
+                    model, xi, use_reentrant=mode, preserve_rng_state=preserve)
                 (out * probe).sum().backward()
                 return [out.detach(), xi.grad] + [p.grad.clone() for p in model.parameters()]
 
             plain = step(None)
+            repeatable = all(torch.equal(a, b) for a, b in zip(plain, step(None)))
+            # Control: a recompute that does not get the generator back draws other masks.
+            control = step(False, preserve=False)
+            control_differs = not torch.equal(plain[1], control[1])
             for reentrant in (False, True):
                 got = step(reentrant)
                 worst = max((float((a - b).abs().max()) / max(float(a.abs().max()), 1e-30)
                              for a, b in zip(plain[2:], got[2:])), default=0.0)
                 reports.append({"config": cfg, "target": target, "reentrant": reentrant,
+                                "plain_repeatable": repeatable, "control_differs": control_differs,
                                 "activations_exact": all(torch.equal(a, b)
                                                          for a, b in zip(plain[:2], got[:2])),
                                 "exact": all(torch.equal(a, b) for a, b in zip(plain, got)),
