@@ -33,6 +33,7 @@ __all__ = [
     "sharded_state_dict",
     "sharded_optimizer_state_dict",
     "set_sharded_optimizer_state_dict",
+    "from_hf",
 ]
 
 _impl = _C.overlap
@@ -379,3 +380,65 @@ def set_sharded_optimizer_state_dict(model: nn.Module, optimizer: torch.optim.Op
     for group, saved in zip(plain["param_groups"], loaded["param_groups"]):
         group.update({k: v for k, v in saved.items() if k != "params"})
     set_optimizer_state_dict(model, optimizer, plain)
+
+
+# Hugging Face decoder families whose layers are Domino layers: pre-norm RMSNorm, rotate-half
+# rotary embeddings, GQA attention without biases, SwiGLU MLP.
+_HF_LLAMA_LIKE = ("llama", "mistral")
+
+
+def from_hf(model: nn.Module, group: Optional[dist.ProcessGroup] = None, **schedule) -> "DominoTransformer":
+    """A ``DominoTransformer`` holding this rank's shards of a Hugging Face model's decoder stack
+    and final norm, computing the same function: ``out = domino(hidden)`` on ``[s, b, h]``
+    equals ``model(inputs_embeds=hidden.transpose(0, 1)).last_hidden_state.transpose(0, 1)``.
+
+    ``model`` is a ``transformers`` model (``LlamaForCausalLM``, ``MistralModel``, ...) or its
+    ``.model``. ``schedule`` sets the Domino fields (``split``, ``micro_batches``,
+    ``column_chunks``, ``overlap``, dropout, ``seed``). Families: Llama 2/3 and Mistral-style
+    GQA (``model_type`` llama, mistral). A model this cannot reproduce (another family, rope
+    scaling, biases, an activation other than SiLU, a head dimension other than
+    ``hidden_size / heads``) raises ``ValueError`` naming what differs.
+    """
+    base = getattr(model, "model", model)
+    cfg = base.config
+    kind = getattr(cfg, "model_type", type(base).__name__)
+
+    def refuse(why: str):
+        raise ValueError(f"from_hf: {type(model).__name__} ({kind}) {why}")
+
+    if kind not in _HF_LLAMA_LIKE:
+        refuse(f"is not a supported family; supported model_type: {', '.join(_HF_LLAMA_LIKE)}")
+    if getattr(cfg, "hidden_act", "silu") != "silu":
+        refuse(f"uses hidden_act={cfg.hidden_act!r}; Domino's SwiGLU is silu(gate) * up")
+    if getattr(cfg, "attention_bias", False) or getattr(cfg, "mlp_bias", False):
+        refuse("has projection biases; the Llama-family import has none")
+    heads = cfg.num_attention_heads
+    if getattr(cfg, "head_dim", None) not in (None, cfg.hidden_size // heads):
+        refuse(f"has head_dim={cfg.head_dim}, not hidden_size / heads = {cfg.hidden_size // heads}")
+    rope = getattr(cfg, "rope_parameters", None) or getattr(cfg, "rope_scaling", None) or {}
+    if rope.get("rope_type", rope.get("type", "default")) != "default":
+        refuse(f"uses rope_type={rope.get('rope_type', rope.get('type'))!r}; only plain rotary "
+               "embeddings are supported")
+    theta = rope.get("rope_theta") or getattr(cfg, "rope_theta", None) or 10000.0
+    weight = base.layers[0].self_attn.q_proj.weight
+    dtypes = {torch.float32: "float32", torch.float64: "float64", torch.bfloat16: "bfloat16",
+              torch.float16: "float16"}
+    config = TransformerConfig(
+        hidden_size=cfg.hidden_size, num_attention_heads=heads,
+        num_query_groups=getattr(cfg, "num_key_value_heads", None) or heads,
+        num_layers=cfg.num_hidden_layers, ffn_hidden_size=cfg.intermediate_size,
+        activation="swiglu", normalization="rmsnorm", rotary=True, rotary_base=float(theta),
+        bias=False, norm_epsilon=cfg.rms_norm_eps, params_dtype=dtypes[weight.dtype], **schedule)
+    domino = DominoTransformer(config, group)
+    full = {"final_norm.weight": base.norm.weight}
+    for i, layer in enumerate(base.layers):
+        a, m, p = layer.self_attn, layer.mlp, f"layers.{i}."
+        full[p + "input_norm.weight"] = layer.input_layernorm.weight
+        full[p + "attention.qkv.weight"] = torch.cat([a.q_proj.weight, a.k_proj.weight,
+                                                      a.v_proj.weight])
+        full[p + "attention.proj.weight"] = a.o_proj.weight
+        full[p + "post_attention_norm.weight"] = layer.post_attention_layernorm.weight
+        full[p + "mlp.fc1.weight"] = torch.cat([m.gate_proj.weight, m.up_proj.weight])
+        full[p + "mlp.fc2.weight"] = m.down_proj.weight
+    domino.load_unsharded({k: v.detach() for k, v in full.items()})
+    return domino

@@ -1,0 +1,64 @@
+"""Rank-side bodies of the Hugging Face import tests: a transformers model made from a random
+init (the same on every rank), imported with torch_domino.overlap.from_hf over the world group,
+and compared with the model's own last_hidden_state."""
+
+from __future__ import annotations
+
+import torch
+
+from torch_domino import overlap as ov
+
+
+def _hf_model(family: str):
+    import transformers
+    common = dict(hidden_size=64, intermediate_size=160, num_hidden_layers=2, num_attention_heads=8,
+                  num_key_value_heads=4, vocab_size=64, rms_norm_eps=1e-5)
+    if family == "llama":
+        config = transformers.LlamaConfig(**common)
+        cls = transformers.LlamaForCausalLM
+    else:
+        config = transformers.MistralConfig(**common, sliding_window=None)
+        cls = transformers.MistralModel
+    config.rope_parameters = {"rope_type": "default", "rope_theta": 5000.0}
+    torch.manual_seed(11)
+    model = cls(config)
+    with torch.no_grad():  # norms away from one, so a swapped norm shows
+        for name, p in model.named_parameters():
+            if "norm" in name:
+                p.copy_(1 + 0.1 * torch.randn_like(p))
+    return model.eval()
+
+
+def matches_hf(rank: int, world: int, family: str, schedule: dict) -> dict:
+    model = _hf_model(family)
+    domino = ov.from_hf(model, **schedule).eval()
+    hidden = torch.randn(3, 10, 64, generator=torch.Generator().manual_seed(2))  # [b, s, h]
+    with torch.no_grad():
+        base = getattr(model, "model", model)
+        want = base(inputs_embeds=hidden).last_hidden_state
+        got = domino(hidden.transpose(0, 1).contiguous()).transpose(0, 1)
+    err = float((got - want).abs().max())
+    return {"err": err, "scale": float(want.abs().max()), "heads": domino.config.num_query_groups}
+
+
+def refusals(rank: int, world: int) -> dict:
+    import transformers
+    out = {}
+    for key, change in {"act": dict(hidden_act="gelu"), "bias": dict(attention_bias=True),
+                        "rope": dict(rope_parameters={"rope_type": "linear", "factor": 2.0,
+                                                      "rope_theta": 10000.0})}.items():
+        config = transformers.LlamaConfig(hidden_size=32, intermediate_size=64,
+                                          num_hidden_layers=1, num_attention_heads=4,
+                                          vocab_size=16, **change)
+        try:
+            ov.from_hf(transformers.LlamaModel(config))
+            out[key] = ""
+        except ValueError as e:
+            out[key] = str(e)
+    gpt2 = transformers.GPT2Model(transformers.GPT2Config(n_embd=32, n_layer=1, n_head=4))
+    try:
+        ov.from_hf(gpt2)
+        out["family"] = ""
+    except ValueError as e:
+        out["family"] = str(e)
+    return out

@@ -1,0 +1,29 @@
+"""Hugging Face models in: torch_domino.overlap.from_hf on transformers Llama and Mistral models
+(a random init, no hub access) gives their last_hidden_state at TP 1, 2 and 4, over several
+schedules; what it cannot reproduce is refused by name."""
+
+from __future__ import annotations
+
+import pytest
+
+from ranks import assert_all_ok, run_ranks
+
+pytest.importorskip("transformers")
+
+
+@pytest.mark.parametrize("family,tp,schedule", [
+    ("llama", 1, {}), ("llama", 2, {"split": "2d", "micro_batches": 3, "column_chunks": 2}),
+    ("llama", 4, {"split": "none"}), ("mistral", 2, {"split": "row", "micro_batches": 2})])
+def test_from_hf_computes_the_models_last_hidden_state(family, tp, schedule):
+    for rank, report in enumerate(assert_all_ok(run_ranks(tp, "hf_workers.matches_hf", family,
+                                                          schedule, timeout=300))):
+        assert report["heads"] == 4  # the model's key/value heads became query groups
+        assert report["err"] <= 1e-5 * max(report["scale"], 1.0), (rank, report)
+
+
+def test_what_from_hf_cannot_reproduce_is_refused_by_name():
+    report = assert_all_ok(run_ranks(1, "hf_workers.refusals"))[0]
+    assert "hidden_act='gelu'" in report["act"], report
+    assert "projection biases" in report["bias"], report
+    assert "rope_type='linear'" in report["rope"], report
+    assert "not a supported family" in report["family"] and "gpt2" in report["family"], report
