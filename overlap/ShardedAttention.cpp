@@ -18,10 +18,10 @@ ShardedAttentionImpl::ShardedAttentionImpl(const TransformerConfig& config,
   local_groups_ = config_.query_groups() / group_->size();
   const int64_t q_rows = config_.num_attention_heads * head_dim;
   const int64_t kv_rows = config_.query_groups() * head_dim;
-  qkv = register_module(
-      "qkv",
-      ColumnParallelLinear(config_.hidden_size, std::vector<int64_t>{q_rows, kv_rows, kv_rows},
-                           config_.bias, group_, init, std::vector<std::string>{"q", "k", "v"}));
+  qkv = register_module("qkv", ColumnParallelLinear(config_.hidden_size,
+                                                    std::vector<int64_t>{q_rows, kv_rows, kv_rows},
+                                                    config_.has_qkv_bias(), group_, init,
+                                                    std::vector<std::string>{"q", "k", "v"}));
   proj =
       register_module("proj", RowParallelLinear(q_rows, config_.hidden_size, config_.bias, group_,
                                                 init, 1.0 / std::sqrt(2.0 * config_.num_layers)));

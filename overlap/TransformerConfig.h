@@ -24,6 +24,7 @@ struct TransformerConfig {
   bool rotary = false;
   double rotary_base = 10000.0;
   bool bias = true;
+  int qkv_bias = -1;  // the q/k/v projection's bias: 1 on, 0 off, -1 as `bias` (Qwen2: on alone)
   double hidden_dropout = 0.0;
   double attention_dropout = 0.0;
   std::string params_dtype = "float32";
@@ -39,6 +40,7 @@ struct TransformerConfig {
     return num_query_groups > 0 ? num_query_groups : num_attention_heads;
   }
   int64_t ffn_size() const;
+  bool has_qkv_bias() const { return qkv_bias < 0 ? bias : qkv_bias != 0; }
   int64_t head_dim() const { return hidden_size / num_attention_heads; }
   // Cuts of the batch and of the output columns that the schedule overlaps.
   int64_t batch_slices() const {

@@ -28,6 +28,7 @@ ov::TransformerConfig config_from(const py::dict& fields) {
   c.rotary = get("rotary", c.rotary);
   c.rotary_base = get("rotary_base", c.rotary_base);
   c.bias = get("bias", c.bias);
+  c.qkv_bias = get("qkv_bias", c.qkv_bias);
   c.hidden_dropout = get("hidden_dropout", c.hidden_dropout);
   c.attention_dropout = get("attention_dropout", c.attention_dropout);
   c.params_dtype = get("params_dtype", c.params_dtype);

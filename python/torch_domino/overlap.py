@@ -47,7 +47,8 @@ class TransformerConfig:
     outputs), ``"2d"`` (both) or ``"none"`` (the Megatron-style baseline: nothing cut, every
     all-reduce waited at once). ``overlap``: ``"intra"`` hides reductions inside each layer,
     ``"inter"`` also lets the last micro-batch's MLP reduction run under the next layer's
-    attention. ``micro_batches`` and ``overlap`` left as ``None`` follow the split: 2 and
+    attention. ``qkv_bias`` (``None``: as ``bias``) sets the q/k/v projection's bias alone, as
+    Qwen2 has it. ``micro_batches`` and ``overlap`` left as ``None`` follow the split: 2 and
     ``"inter"`` for row and 2d, 1 and ``"inter"`` for column, 1 and ``"intra"`` for none. ``num_query_groups`` 0 means no GQA; ``ffn_hidden_size`` 0 means 4h (gelu) or
     8h/3 rounded up to 64 (swiglu).
     """
@@ -62,6 +63,7 @@ class TransformerConfig:
     rotary: bool = False
     rotary_base: float = 10000.0
     bias: bool = True
+    qkv_bias: Optional[bool] = None
     hidden_dropout: float = 0.0
     attention_dropout: float = 0.0
     params_dtype: str = "float32"
@@ -384,7 +386,7 @@ def set_sharded_optimizer_state_dict(model: nn.Module, optimizer: torch.optim.Op
 
 # Hugging Face decoder families whose layers are Domino layers: pre-norm RMSNorm, rotate-half
 # rotary embeddings, GQA attention without biases, SwiGLU MLP.
-_HF_LLAMA_LIKE = ("llama", "mistral")
+_HF_LLAMA_LIKE = ("llama", "mistral", "qwen2")
 
 
 def from_hf(model: nn.Module, group: Optional[dist.ProcessGroup] = None, **schedule) -> "DominoTransformer":
@@ -395,9 +397,10 @@ def from_hf(model: nn.Module, group: Optional[dist.ProcessGroup] = None, **sched
     ``model`` is a ``transformers`` model (``LlamaForCausalLM``, ``MistralModel``, ...) or its
     ``.model``. ``schedule`` sets the Domino fields (``split``, ``micro_batches``,
     ``column_chunks``, ``overlap``, dropout, ``seed``). Families: Llama 2/3 and Mistral-style
-    GQA (``model_type`` llama, mistral). A model this cannot reproduce (another family, rope
-    scaling, biases, an activation other than SiLU, a head dimension other than
-    ``hidden_size / heads``) raises ``ValueError`` naming what differs.
+    GQA (``model_type`` llama, mistral) and Qwen2 (biases on q, k and v only). A model this
+    cannot reproduce (another family, rope scaling, other biases, an activation other than
+    SiLU, a head dimension other than ``hidden_size / heads``, a sliding window) raises
+    ``ValueError`` naming what differs.
     """
     base = getattr(model, "model", model)
     cfg = base.config
@@ -410,8 +413,11 @@ def from_hf(model: nn.Module, group: Optional[dist.ProcessGroup] = None, **sched
         refuse(f"is not a supported family; supported model_type: {', '.join(_HF_LLAMA_LIKE)}")
     if getattr(cfg, "hidden_act", "silu") != "silu":
         refuse(f"uses hidden_act={cfg.hidden_act!r}; Domino's SwiGLU is silu(gate) * up")
-    if getattr(cfg, "attention_bias", False) or getattr(cfg, "mlp_bias", False):
+    qkv_bias = kind == "qwen2"  # Qwen2's q/k/v projections have biases, nothing else does
+    if kind != "qwen2" and (getattr(cfg, "attention_bias", False) or getattr(cfg, "mlp_bias", False)):
         refuse("has projection biases; the Llama-family import has none")
+    if getattr(cfg, "use_sliding_window", False):
+        refuse("uses a sliding attention window; Domino attends to the whole causal prefix")
     heads = cfg.num_attention_heads
     if getattr(cfg, "head_dim", None) not in (None, cfg.hidden_size // heads):
         refuse(f"has head_dim={cfg.head_dim}, not hidden_size / heads = {cfg.hidden_size // heads}")
@@ -428,7 +434,8 @@ def from_hf(model: nn.Module, group: Optional[dist.ProcessGroup] = None, **sched
         num_query_groups=getattr(cfg, "num_key_value_heads", None) or heads,
         num_layers=cfg.num_hidden_layers, ffn_hidden_size=cfg.intermediate_size,
         activation="swiglu", normalization="rmsnorm", rotary=True, rotary_base=float(theta),
-        bias=False, norm_epsilon=cfg.rms_norm_eps, params_dtype=dtypes[weight.dtype], **schedule)
+        bias=False, qkv_bias=qkv_bias, norm_epsilon=cfg.rms_norm_eps,
+        params_dtype=dtypes[weight.dtype], **schedule)
     domino = DominoTransformer(config, group)
     full = {"final_norm.weight": base.norm.weight}
     for i, layer in enumerate(base.layers):
@@ -436,6 +443,8 @@ def from_hf(model: nn.Module, group: Optional[dist.ProcessGroup] = None, **sched
         full[p + "input_norm.weight"] = layer.input_layernorm.weight
         full[p + "attention.qkv.weight"] = torch.cat([a.q_proj.weight, a.k_proj.weight,
                                                       a.v_proj.weight])
+        if qkv_bias:
+            full[p + "attention.qkv.bias"] = torch.cat([a.q_proj.bias, a.k_proj.bias, a.v_proj.bias])
         full[p + "attention.proj.weight"] = a.o_proj.weight
         full[p + "post_attention_norm.weight"] = layer.post_attention_layernorm.weight
         full[p + "mlp.fc1.weight"] = torch.cat([m.gate_proj.weight, m.up_proj.weight])

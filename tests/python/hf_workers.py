@@ -16,16 +16,21 @@ def _hf_model(family: str):
     if family == "llama":
         config = transformers.LlamaConfig(**common)
         cls = transformers.LlamaForCausalLM
+    elif family == "qwen2":
+        config = transformers.Qwen2Config(**common)
+        cls = transformers.Qwen2ForCausalLM
     else:
         config = transformers.MistralConfig(**common, sliding_window=None)
         cls = transformers.MistralModel
     config.rope_parameters = {"rope_type": "default", "rope_theta": 5000.0}
     torch.manual_seed(11)
     model = cls(config)
-    with torch.no_grad():  # norms away from one, so a swapped norm shows
+    with torch.no_grad():  # norms away from one and biases away from zero, so a swap shows
         for name, p in model.named_parameters():
             if "norm" in name:
                 p.copy_(1 + 0.1 * torch.randn_like(p))
+            elif name.endswith(".bias"):
+                p.copy_(0.1 * torch.randn_like(p))
     return model.eval()
 
 

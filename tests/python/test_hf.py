@@ -1,4 +1,4 @@
-"""Hugging Face models in: torch_domino.overlap.from_hf on transformers Llama and Mistral models
+"""Hugging Face models in: torch_domino.overlap.from_hf on transformers Llama, Mistral and Qwen2 models
 (a random init, no hub access) gives their last_hidden_state at TP 1, 2 and 4, over several
 schedules; what it cannot reproduce is refused by name."""
 
@@ -13,7 +13,8 @@ pytest.importorskip("transformers")
 
 @pytest.mark.parametrize("family,tp,schedule", [
     ("llama", 1, {}), ("llama", 2, {"split": "2d", "micro_batches": 3, "column_chunks": 2}),
-    ("llama", 4, {"split": "none"}), ("mistral", 2, {"split": "row", "micro_batches": 2})])
+    ("llama", 4, {"split": "none"}), ("mistral", 2, {"split": "row", "micro_batches": 2}),
+    ("qwen2", 1, {}), ("qwen2", 2, {"split": "column", "column_chunks": 2})])
 def test_from_hf_computes_the_models_last_hidden_state(family, tp, schedule):
     for rank, report in enumerate(assert_all_ok(run_ranks(tp, "hf_workers.matches_hf", family,
                                                           schedule, timeout=300))):
