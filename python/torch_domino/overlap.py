@@ -34,6 +34,7 @@ __all__ = [
     "sharded_optimizer_state_dict",
     "set_sharded_optimizer_state_dict",
     "from_hf",
+    "to_hf_state_dict",
 ]
 
 _impl = _C.overlap
@@ -451,3 +452,63 @@ def from_hf(model: nn.Module, group: Optional[dist.ProcessGroup] = None, **sched
         full[p + "mlp.fc2.weight"] = m.down_proj.weight
     domino.load_unsharded({k: v.detach() for k, v in full.items()})
     return domino
+
+
+def _gathered(module: "_CppModule") -> dict[str, torch.Tensor]:
+    """Every parameter of a Domino layer as a whole tensor, gathered from the group's ranks
+    (collective over the layer's group)."""
+    group = module._tp_group
+    tp = dist.get_world_size(group) if group is not None and dist.is_initialized() else 1
+    params = dict(module.named_parameters())
+    full = {}
+    for name, dim, segments, _ in module._impl.shard_layouts():
+        local = params[name].detach()
+        if dim < 0 or tp == 1:
+            full[name] = local.clone()
+            continue
+        blocks, offset = [], 0
+        for segment in segments:  # each block gathered on its own: ranks hold a slice of each
+            piece = local.narrow(dim, offset, segment // tp).contiguous()
+            offset += segment // tp
+            parts = [torch.empty_like(piece) for _ in range(tp)]
+            dist.all_gather(parts, piece, group=group)
+            blocks.append(torch.cat(parts, dim))
+        full[name] = torch.cat(blocks, dim)
+    return full
+
+
+def to_hf_state_dict(model: "DominoTransformer", model_type: str = "llama") -> dict[str, torch.Tensor]:
+    """The decoder layers and final norm of a ``DominoTransformer`` as a Hugging Face model of
+    ``model_type`` (llama, mistral, qwen2) names them, whole tensors gathered from every rank
+    of the group (call it on every rank): load it with
+    ``hf_model.model.load_state_dict(state, strict=False)`` (the embedding and LM head are the
+    user's). The inverse of ``from_hf``."""
+    if model_type not in _HF_LLAMA_LIKE:
+        raise ValueError(f"to_hf_state_dict: model_type '{model_type}' is not supported; "
+                         f"supported: {', '.join(_HF_LLAMA_LIKE)}")
+    config = model.config
+    if config.activation != "swiglu" or config.normalization != "rmsnorm" or not config.rotary:
+        raise ValueError("to_hf_state_dict: a Llama-family model has SwiGLU, RMSNorm and rotary "
+                         f"embeddings; this one has {config.activation}, {config.normalization}, "
+                         f"rotary={config.rotary}")
+    full = _gathered(model)
+    q = config.num_attention_heads * (config.hidden_size // config.num_attention_heads)
+    kv = (config.num_query_groups or config.num_attention_heads) * (
+        config.hidden_size // config.num_attention_heads)
+    ffn = full["layers.0.mlp.fc2.weight"].shape[1]
+    out = {"norm.weight": full["final_norm.weight"]}
+    for i in range(config.num_layers):
+        p, h = f"layers.{i}.", f"layers.{i}."
+        qkv = full[p + "attention.qkv.weight"]
+        out[h + "self_attn.q_proj.weight"], out[h + "self_attn.k_proj.weight"], \
+            out[h + "self_attn.v_proj.weight"] = qkv.split([q, kv, kv])
+        if p + "attention.qkv.bias" in full:
+            out[h + "self_attn.q_proj.bias"], out[h + "self_attn.k_proj.bias"], \
+                out[h + "self_attn.v_proj.bias"] = full[p + "attention.qkv.bias"].split([q, kv, kv])
+        out[h + "self_attn.o_proj.weight"] = full[p + "attention.proj.weight"]
+        gate, up = full[p + "mlp.fc1.weight"].split([ffn, ffn])
+        out[h + "mlp.gate_proj.weight"], out[h + "mlp.up_proj.weight"] = gate, up
+        out[h + "mlp.down_proj.weight"] = full[p + "mlp.fc2.weight"]
+        out[h + "input_layernorm.weight"] = full[p + "input_norm.weight"]
+        out[h + "post_attention_layernorm.weight"] = full[p + "post_attention_norm.weight"]
+    return {k: v.contiguous() for k, v in out.items()}

@@ -67,3 +67,29 @@ def refusals(rank: int, world: int) -> dict:
     except ValueError as e:
         out["family"] = str(e)
     return out
+
+
+def round_trip(rank: int, world: int, family: str) -> dict:
+    """from_hf, a change to every Domino weight, to_hf_state_dict into a fresh model of the
+    family: the fresh model computes what the changed Domino model computes."""
+    model = _hf_model(family)
+    domino = ov.from_hf(model).eval()
+    with torch.no_grad():  # the same change on every rank: this rank's slice of a full tensor
+        for index, (name, param) in enumerate(domino.named_parameters()):
+            shape = list(param.shape)
+            layouts = {n: (d, s) for n, d, s, _ in domino._impl.shard_layouts()}
+            dim, segments = layouts[name]
+            if dim >= 0:
+                shape[dim] = sum(segments)
+            bump = torch.randn(shape, generator=torch.Generator().manual_seed(100 + index))
+            param.add_(0.05 * domino.shard_of(name, bump))
+    state = ov.to_hf_state_dict(domino, family)
+    fresh = _hf_model(family)
+    base = getattr(fresh, "model", fresh)
+    missing, unexpected = base.load_state_dict(state, strict=False)
+    hidden = torch.randn(2, 7, 64, generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        want = domino(hidden.transpose(0, 1).contiguous()).transpose(0, 1)
+        got = base(inputs_embeds=hidden).last_hidden_state
+    return {"err": float((got - want).abs().max()), "scale": float(want.abs().max()),
+            "missing": sorted(missing), "unexpected": sorted(unexpected)}

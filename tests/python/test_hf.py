@@ -28,3 +28,11 @@ def test_what_from_hf_cannot_reproduce_is_refused_by_name():
     assert "projection biases" in report["bias"], report
     assert "rope_type='linear'" in report["rope"], report
     assert "not a supported family" in report["family"] and "gpt2" in report["family"], report
+
+
+@pytest.mark.parametrize("family,tp", [("llama", 2), ("qwen2", 2), ("llama", 1)])
+def test_to_hf_state_dict_gathers_a_model_hugging_face_loads(family, tp):
+    for rank, report in enumerate(assert_all_ok(run_ranks(tp, "hf_workers.round_trip", family,
+                                                          timeout=300))):
+        assert report["unexpected"] == [] and report["missing"] == ["embed_tokens.weight"], report
+        assert report["err"] <= 1e-5 * max(report["scale"], 1.0), (rank, report)
