@@ -98,3 +98,23 @@ def test_train_gpt_domino_matches_naive_step_for_step(split):
     for (_, a, _), (_, b, _) in zip(domino, naive):
         assert abs(a - b) <= 1e-4 * max(abs(b), 1.0), (domino, naive)
     assert domino[-1][1] < domino[0][1]  # it learns
+
+
+def test_finetune_hf_starts_at_the_models_own_loss_and_learns(tmp_path):
+    transformers = pytest.importorskip("transformers")
+    import torch
+    config = transformers.LlamaConfig(hidden_size=64, intermediate_size=160, num_hidden_layers=2,
+                                      num_attention_heads=8, num_key_value_heads=4, vocab_size=256)
+    torch.manual_seed(0)
+    transformers.LlamaForCausalLM(config).save_pretrained(tmp_path / "model")  # no hub
+    done = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+         "--master-port", str(free_port()), str(ROOT / "examples" / "finetune_hf.py"),
+         "--model", str(tmp_path / "model"), "--steps", "8", "--split", "2d"],
+        capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    reference = float(re.search(r"^hf_loss ([0-9.]+)$", done.stdout, re.MULTILINE).group(1))
+    losses = [float(x) for x in re.findall(r"^step \d+ loss ([0-9.]+)$", done.stdout, re.MULTILINE)]
+    assert len(losses) == 8
+    assert abs(losses[0] - reference) <= 1e-5 * reference, (reference, losses)
+    assert losses[-1] < losses[0]  # it learns
