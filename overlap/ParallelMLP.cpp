@@ -34,6 +34,7 @@ ParallelMLPImpl::ParallelMLPImpl(const TransformerConfig& config, TensorParallel
 at::Tensor ParallelMLPImpl::activated(const at::Tensor& hidden, bool defer_input_gradient) {
   auto up = fc1->forward(hidden, defer_input_gradient);
   if (activation_ == Activation::kGelu) return at::gelu(up);
+  if (activation_ == Activation::kGeluTanh) return at::gelu(up, "tanh");
   const int64_t half = up.size(-1) / 2;
   return at::silu(up.narrow(-1, 0, half)) * up.narrow(-1, half, half);
 }

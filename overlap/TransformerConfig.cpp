@@ -83,7 +83,8 @@ void TransformerConfig::validate(int64_t tensor_parallel, int64_t batch_size) co
 Activation parse_activation(const std::string& name) {
   if (name == "gelu") return Activation::kGelu;
   if (name == "swiglu") return Activation::kSwiglu;
-  reject("activation='" + name + "' is not one of gelu, swiglu");
+  if (name == "gelu_tanh") return Activation::kGeluTanh;
+  reject("activation='" + name + "' is not one of gelu, gelu_tanh, swiglu");
 }
 
 Normalization parse_normalization(const std::string& name) {

@@ -7,7 +7,8 @@
 
 namespace domino::overlap {
 
-enum class Activation { kGelu, kSwiglu };
+// kGeluTanh: gelu by its tanh approximation (GPT-2's "gelu_new").
+enum class Activation { kGelu, kSwiglu, kGeluTanh };
 enum class Normalization { kLayerNorm, kRmsNorm };
 // kNone: the Megatron-style baseline, nothing cut and every all-reduce waited at once.
 enum class Split { kRow, kColumn, k2d, kNone };

@@ -44,6 +44,7 @@ _impl = _C.overlap
 class TransformerConfig:
     """The shape and schedule of a Domino transformer (the same fields as the C++ struct).
 
+    ``activation``: ``"gelu"`` (exact), ``"gelu_tanh"`` (GPT-2's) or ``"swiglu"``.
     ``split``: ``"row"`` (micro-batches), ``"column"`` (column chunks of the row-parallel
     outputs), ``"2d"`` (both) or ``"none"`` (the Megatron-style baseline: nothing cut, every
     all-reduce waited at once). ``overlap``: ``"intra"`` hides reductions inside each layer,
@@ -390,28 +391,70 @@ def set_sharded_optimizer_state_dict(model: nn.Module, optimizer: torch.optim.Op
 _HF_LLAMA_LIKE = ("llama", "mistral", "qwen2")
 
 
+def _gpt2_config(cfg, schedule: dict) -> TransformerConfig:
+    if cfg.activation_function not in ("gelu_new", "gelu_pytorch_tanh", "gelu"):
+        raise ValueError(f"from_hf: GPT-2 with activation_function={cfg.activation_function!r}; "
+                         "supported: gelu_new, gelu_pytorch_tanh, gelu")
+    if getattr(cfg, "scale_attn_by_inverse_layer_idx", False) or not getattr(
+            cfg, "scale_attn_weights", True):
+        raise ValueError("from_hf: GPT-2 with attention scaled other than by 1/sqrt(head_dim)")
+    return TransformerConfig(
+        hidden_size=cfg.n_embd, num_attention_heads=cfg.n_head, num_layers=cfg.n_layer,
+        ffn_hidden_size=cfg.n_inner or 4 * cfg.n_embd,
+        activation="gelu" if cfg.activation_function == "gelu" else "gelu_tanh",
+        normalization="layernorm", rotary=False, bias=True, norm_epsilon=cfg.layer_norm_epsilon,
+        **schedule)
+
+
+def _gpt2_weights(base) -> dict[str, torch.Tensor]:
+    # GPT-2's Conv1D stores [in, out]: transposed to torch.nn.Linear's [out, in].
+    full = {"final_norm.weight": base.ln_f.weight, "final_norm.bias": base.ln_f.bias}
+    for i, block in enumerate(base.h):
+        p = f"layers.{i}."
+        full[p + "input_norm.weight"], full[p + "input_norm.bias"] = block.ln_1.weight, block.ln_1.bias
+        full[p + "attention.qkv.weight"] = block.attn.c_attn.weight.t()
+        full[p + "attention.qkv.bias"] = block.attn.c_attn.bias
+        full[p + "attention.proj.weight"] = block.attn.c_proj.weight.t()
+        full[p + "attention.proj.bias"] = block.attn.c_proj.bias
+        full[p + "post_attention_norm.weight"] = block.ln_2.weight
+        full[p + "post_attention_norm.bias"] = block.ln_2.bias
+        full[p + "mlp.fc1.weight"] = block.mlp.c_fc.weight.t()
+        full[p + "mlp.fc1.bias"] = block.mlp.c_fc.bias
+        full[p + "mlp.fc2.weight"] = block.mlp.c_proj.weight.t()
+        full[p + "mlp.fc2.bias"] = block.mlp.c_proj.bias
+    return full
+
+
 def from_hf(model: nn.Module, group: Optional[dist.ProcessGroup] = None, **schedule) -> "DominoTransformer":
     """A ``DominoTransformer`` holding this rank's shards of a Hugging Face model's decoder stack
     and final norm, computing the same function: ``out = domino(hidden)`` on ``[s, b, h]``
     equals ``model(inputs_embeds=hidden.transpose(0, 1)).last_hidden_state.transpose(0, 1)``.
 
-    ``model`` is a ``transformers`` model (``LlamaForCausalLM``, ``MistralModel``, ...) or its
-    ``.model``. ``schedule`` sets the Domino fields (``split``, ``micro_batches``,
+    ``model`` is a ``transformers`` model (``LlamaForCausalLM``, ``MistralModel``,
+    ``GPT2LMHeadModel``, ...) or its ``.model`` (``.transformer`` for GPT-2). For GPT-2 the input
+    is the token embeddings plus its learned position embeddings (``wte`` + ``wpe``), which stay
+    the user's. ``schedule`` sets the Domino fields (``split``, ``micro_batches``,
     ``column_chunks``, ``overlap``, dropout, ``seed``). Families: Llama 2/3 and Mistral-style
-    GQA (``model_type`` llama, mistral) and Qwen2 (biases on q, k and v only). A model this
+    GQA (``model_type`` llama, mistral), Qwen2 (biases on q, k and v only) and GPT-2 (LayerNorm,
+    the tanh-approximate gelu, Conv1D weights, biases everywhere). A model this
     cannot reproduce (another family, rope scaling, other biases, an activation other than
     SiLU, a head dimension other than ``hidden_size / heads``, a sliding window) raises
     ``ValueError`` naming what differs.
     """
-    base = getattr(model, "model", model)
+    base = getattr(model, "model", None) or getattr(model, "transformer", None) or model
     cfg = base.config
     kind = getattr(cfg, "model_type", type(base).__name__)
 
     def refuse(why: str):
         raise ValueError(f"from_hf: {type(model).__name__} ({kind}) {why}")
 
+    if kind == "gpt2":
+        domino = DominoTransformer(_gpt2_config(cfg, schedule), group)
+        domino.load_unsharded({k: v.detach() for k, v in _gpt2_weights(base).items()})
+        return domino
     if kind not in _HF_LLAMA_LIKE:
-        refuse(f"is not a supported family; supported model_type: {', '.join(_HF_LLAMA_LIKE)}")
+        refuse("is not a supported family; supported model_type: "
+               f"{', '.join(_HF_LLAMA_LIKE + ('gpt2',))}")
     if getattr(cfg, "hidden_act", "silu") != "silu":
         refuse(f"uses hidden_act={cfg.hidden_act!r}; Domino's SwiGLU is silu(gate) * up")
     qkv_bias = kind == "qwen2"  # Qwen2's q/k/v projections have biases, nothing else does
@@ -481,11 +524,29 @@ def to_hf_state_dict(model: "DominoTransformer", model_type: str = "llama") -> d
     """The decoder layers and final norm of a ``DominoTransformer`` as a Hugging Face model of
     ``model_type`` (llama, mistral, qwen2) names them, whole tensors gathered from every rank
     of the group (call it on every rank): load it with
-    ``hf_model.model.load_state_dict(state, strict=False)`` (the embedding and LM head are the
-    user's). The inverse of ``from_hf``."""
+    ``hf_model.model.load_state_dict(state, strict=False)`` (``hf_model.transformer`` for
+    gpt2; the embeddings and LM head are the user's). The inverse of ``from_hf``."""
+    if model_type == "gpt2":
+        full = _gathered(model)
+        out = {"ln_f.weight": full["final_norm.weight"], "ln_f.bias": full["final_norm.bias"]}
+        for i in range(model.config.num_layers):
+            p, h = f"layers.{i}.", f"h.{i}."
+            for ours, theirs, transpose in (
+                    ("input_norm.weight", "ln_1.weight", False), ("input_norm.bias", "ln_1.bias", False),
+                    ("attention.qkv.weight", "attn.c_attn.weight", True),
+                    ("attention.qkv.bias", "attn.c_attn.bias", False),
+                    ("attention.proj.weight", "attn.c_proj.weight", True),
+                    ("attention.proj.bias", "attn.c_proj.bias", False),
+                    ("post_attention_norm.weight", "ln_2.weight", False),
+                    ("post_attention_norm.bias", "ln_2.bias", False),
+                    ("mlp.fc1.weight", "mlp.c_fc.weight", True), ("mlp.fc1.bias", "mlp.c_fc.bias", False),
+                    ("mlp.fc2.weight", "mlp.c_proj.weight", True), ("mlp.fc2.bias", "mlp.c_proj.bias", False)):
+                tensor = full[p + ours]
+                out[h + theirs] = (tensor.t() if transpose else tensor).contiguous()
+        return out
     if model_type not in _HF_LLAMA_LIKE:
         raise ValueError(f"to_hf_state_dict: model_type '{model_type}' is not supported; "
-                         f"supported: {', '.join(_HF_LLAMA_LIKE)}")
+                         f"supported: {', '.join(_HF_LLAMA_LIKE + ('gpt2',))}")
     config = model.config
     if config.activation != "swiglu" or config.normalization != "rmsnorm" or not config.rotary:
         raise ValueError("to_hf_state_dict: a Llama-family model has SwiGLU, RMSNorm and rotary "

@@ -11,6 +11,17 @@ from torch_domino import overlap as ov
 
 def _hf_model(family: str):
     import transformers
+    if family == "gpt2":
+        torch.manual_seed(11)
+        model = transformers.GPT2LMHeadModel(transformers.GPT2Config(
+            n_embd=64, n_layer=2, n_head=8, vocab_size=64, n_positions=32))
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if ".ln_" in name and name.endswith("weight"):
+                    p.copy_(1 + 0.1 * torch.randn_like(p))
+                elif name.endswith(".bias"):
+                    p.copy_(0.1 * torch.randn_like(p))
+        return model.eval()
     common = dict(hidden_size=64, intermediate_size=160, num_hidden_layers=2, num_attention_heads=8,
                   num_key_value_heads=4, vocab_size=64, rms_norm_eps=1e-5)
     if family == "llama":
@@ -34,16 +45,27 @@ def _hf_model(family: str):
     return model.eval()
 
 
+def _base(model):
+    return getattr(model, "model", None) or getattr(model, "transformer", None) or model
+
+
+def _decoder_input(base, embeds: torch.Tensor) -> torch.Tensor:
+    """What the decoder layers see for inputs_embeds: GPT-2 adds its position embeddings."""
+    if hasattr(base, "wpe"):
+        return embeds + base.wpe(torch.arange(embeds.shape[1]))
+    return embeds
+
+
 def matches_hf(rank: int, world: int, family: str, schedule: dict) -> dict:
     model = _hf_model(family)
     domino = ov.from_hf(model, **schedule).eval()
     hidden = torch.randn(3, 10, 64, generator=torch.Generator().manual_seed(2))  # [b, s, h]
     with torch.no_grad():
-        base = getattr(model, "model", model)
+        base = _base(model)
         want = base(inputs_embeds=hidden).last_hidden_state
-        got = domino(hidden.transpose(0, 1).contiguous()).transpose(0, 1)
+        got = domino(_decoder_input(base, hidden).transpose(0, 1).contiguous()).transpose(0, 1)
     err = float((got - want).abs().max())
-    return {"err": err, "scale": float(want.abs().max()), "heads": domino.config.num_query_groups}
+    return {"err": err, "scale": float(want.abs().max()), "heads": domino.config.num_query_groups or domino.config.num_attention_heads}
 
 
 def refusals(rank: int, world: int) -> dict:
@@ -60,9 +82,11 @@ def refusals(rank: int, world: int) -> dict:
             out[key] = ""
         except ValueError as e:
             out[key] = str(e)
-    gpt2 = transformers.GPT2Model(transformers.GPT2Config(n_embd=32, n_layer=1, n_head=4))
+    opt = transformers.OPTModel(transformers.OPTConfig(hidden_size=32, num_hidden_layers=1,
+                                                       num_attention_heads=4, ffn_dim=64,
+                                                       vocab_size=16, word_embed_proj_dim=32))
     try:
-        ov.from_hf(gpt2)
+        ov.from_hf(opt)
         out["family"] = ""
     except ValueError as e:
         out["family"] = str(e)
@@ -85,11 +109,11 @@ def round_trip(rank: int, world: int, family: str) -> dict:
             param.add_(0.05 * domino.shard_of(name, bump))
     state = ov.to_hf_state_dict(domino, family)
     fresh = _hf_model(family)
-    base = getattr(fresh, "model", fresh)
+    base = _base(fresh)
     missing, unexpected = base.load_state_dict(state, strict=False)
     hidden = torch.randn(2, 7, 64, generator=torch.Generator().manual_seed(4))
     with torch.no_grad():
-        want = domino(hidden.transpose(0, 1).contiguous()).transpose(0, 1)
+        want = domino(_decoder_input(base, hidden).transpose(0, 1).contiguous()).transpose(0, 1)
         got = base(inputs_embeds=hidden).last_hidden_state
     return {"err": float((got - want).abs().max()), "scale": float(want.abs().max()),
             "missing": sorted(missing), "unexpected": sorted(unexpected)}
