@@ -58,6 +58,9 @@ class BatchDropout {
   // A training pass with dropout: takes its seed (rng.pass_seed) now, before any mask is drawn.
   BatchDropout(int64_t full_batch, std::shared_ptr<const TensorParallelRng> rng,
                const TensorParallelGroup& group, c10::Device device);
+  // A training pass with dropout under a seed taken before (a layer recomputed on its own).
+  BatchDropout(int64_t full_batch, std::shared_ptr<const TensorParallelRng> rng, uint64_t pass_seed)
+      : training_(true), full_batch_(full_batch), rng_(std::move(rng)), pass_seed_(pass_seed) {}
 
   // `x` is the micro-batch whose rows [offset, offset + x.size(batch_dim)) of the full batch
   // lie along batch_dim.

@@ -28,4 +28,31 @@ at::Tensor TransformerImpl::forward(const at::Tensor& hidden) {
   return final_norm->forward(join_batch(micro_batches));
 }
 
+uint64_t TransformerImpl::dropout_seed(const at::Tensor& hidden) {
+  if (!is_training() || (config_.hidden_dropout <= 0.0 && config_.attention_dropout <= 0.0)) {
+    return 0;
+  }
+  return rng_->pass_seed(*group_, hidden.device());
+}
+
+at::Tensor TransformerImpl::forward_layer(int64_t index, const at::Tensor& hidden,
+                                          uint64_t dropout_seed) {
+  TORCH_CHECK_INDEX(index >= 0 && index < config_.num_layers, "DominoTransformer: layer ", index,
+                    " of ", config_.num_layers);
+  DeferredWaitScope pass;
+  check_hidden(hidden, config_, *group_, "DominoTransformer");
+  BatchDropout dropout =
+      is_training() && (config_.hidden_dropout > 0.0 || config_.attention_dropout > 0.0)
+          ? BatchDropout(hidden.size(1), rng_, dropout_seed)
+          : BatchDropout(false, hidden.size(1));
+  auto outputs =
+      layers[static_cast<size_t>(index)]->as<TransformerLayerImpl>()->forward_micro_batches(
+          split_batch(hidden, config_.batch_slices()), dropout);
+  return join_batch(outputs);
+}
+
+at::Tensor TransformerImpl::forward_final_norm(const at::Tensor& hidden) {
+  return final_norm->forward(hidden);
+}
+
 }  // namespace domino::overlap

@@ -19,6 +19,14 @@ class TransformerImpl : public ShardedModule {
   // [s, b, h] -> [s, b, h], normalised by final_norm.
   at::Tensor forward(const at::Tensor& hidden);
 
+  // The same pass one layer at a time, for recomputing each layer in backward: the pass's
+  // dropout seed (0 when nothing drops), layer `index` over [s, b, h] with that seed (its
+  // reductions finished), and the final norm. Layer by layer with one seed gives the masks and
+  // values forward() gives.
+  uint64_t dropout_seed(const at::Tensor& hidden);
+  at::Tensor forward_layer(int64_t index, const at::Tensor& hidden, uint64_t dropout_seed);
+  at::Tensor forward_final_norm(const at::Tensor& hidden);
+
   const TransformerConfig& config() const { return config_; }
 
   torch::nn::ModuleList layers{nullptr};

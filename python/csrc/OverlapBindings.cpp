@@ -90,11 +90,13 @@ py::class_<Impl, std::shared_ptr<Impl>> bind_layer(py::module_& m, const char* n
 
 // Layers built from a TransformerConfig (as a dict) and a group.
 template <typename Impl>
-void bind_configured(py::module_& m, const char* name) {
-  bind_layer<Impl>(m, name).def(py::init([](const py::dict& c, const py::object& g) {
-                                  return std::make_shared<Impl>(config_from(c), group_from(g));
-                                }),
-                                py::arg("config"), py::arg("group"));
+py::class_<Impl, std::shared_ptr<Impl>> bind_configured(py::module_& m, const char* name) {
+  auto cls = bind_layer<Impl>(m, name);
+  cls.def(py::init([](const py::dict& c, const py::object& g) {
+            return std::make_shared<Impl>(config_from(c), group_from(g));
+          }),
+          py::arg("config"), py::arg("group"));
+  return cls;
 }
 
 }  // namespace
@@ -111,7 +113,13 @@ void register_overlap(py::module_& m) {
       py::arg("fields"), py::arg("tensor_parallel"), py::arg("batch_size") = 0,
       "Checks a transformer shape against a tensor-parallel size; returns the FFN size used.");
 
-  bind_configured<ov::TransformerImpl>(overlap, "DominoTransformer");
+  bind_configured<ov::TransformerImpl>(overlap, "DominoTransformer")
+      .def("dropout_seed", &ov::TransformerImpl::dropout_seed, py::arg("hidden"),
+           py::call_guard<py::gil_scoped_release>())
+      .def("forward_layer", &ov::TransformerImpl::forward_layer, py::arg("index"),
+           py::arg("hidden"), py::arg("dropout_seed"), py::call_guard<py::gil_scoped_release>())
+      .def("forward_final_norm", &ov::TransformerImpl::forward_final_norm, py::arg("hidden"),
+           py::call_guard<py::gil_scoped_release>());
   bind_configured<ov::TransformerLayerImpl>(overlap, "DominoTransformerLayer");
   bind_configured<ov::ShardedAttentionImpl>(overlap, "ShardedAttention");
   bind_configured<ov::ParallelMLPImpl>(overlap, "ParallelMLP");

@@ -51,8 +51,11 @@ class TransformerConfig:
     ``"inter"`` also lets the last micro-batch's MLP reduction run under the next layer's
     attention. ``qkv_bias`` (``None``: as ``bias``) sets the q/k/v projection's bias alone, as
     Qwen2 has it. ``micro_batches`` and ``overlap`` left as ``None`` follow the split: 2 and
-    ``"inter"`` for row and 2d, 1 and ``"inter"`` for column, 1 and ``"intra"`` for none. ``num_query_groups`` 0 means no GQA; ``ffn_hidden_size`` 0 means 4h (gelu) or
-    8h/3 rounded up to 64 (swiglu).
+    ``"inter"`` for row and 2d, 1 and ``"inter"`` for column, 1 and ``"intra"`` for none.
+    ``num_query_groups`` 0 means no GQA; ``ffn_hidden_size`` 0 means 4h (gelu) or 8h/3 rounded
+    up to 64 (swiglu). ``recompute=True`` (``DominoTransformer`` in training) keeps only each
+    layer's input and recomputes the layer in backward, Megatron-style, with the same dropout
+    masks and values; each layer then finishes its reductions itself (as ``overlap="intra"``).
     """
 
     hidden_size: int
@@ -76,6 +79,7 @@ class TransformerConfig:
     norm_epsilon: float = 1e-5
     init_std: float = 0.02
     seed: int = 1234
+    recompute: bool = False
 
     def __post_init__(self) -> None:
         if self.micro_batches is None:
@@ -206,6 +210,16 @@ class DominoTransformer(_ConfiguredModule):
     """``num_layers`` Domino layers and a final norm: ``[s, b, h] -> [s, b, h]``."""
 
     _cpp = _impl.DominoTransformer
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        if not (self.config.recompute and self.training and torch.is_grad_enabled()):
+            return self._impl.forward(hidden)
+        from torch.utils.checkpoint import checkpoint
+        # One dropout seed for the pass, handed to every layer and to its recompute.
+        seed = self._impl.dropout_seed(hidden)
+        for index in range(self.config.num_layers):
+            hidden = checkpoint(self._impl.forward_layer, index, hidden, seed, use_reentrant=False)
+        return self._impl.forward_final_norm(hidden)
 
 
 class DominoTransformerLayer(_ConfiguredModule):

@@ -367,3 +367,34 @@ def recompute_is_exact(rank: int, world: int, cfgs: list) -> list:
                                 "exact": all(torch.equal(a, b) for a, b in zip(plain, got)),
                                 "worst_grad": worst})
     return reports
+
+
+def recompute_option_matches(rank: int, world: int, cfgs: list) -> list:
+    """TransformerConfig(recompute=True) against the same model without it: output and every
+    gradient, dropout on; reports whether each is bit for bit and the largest parameter-gradient
+    difference relative to the gradient's largest value."""
+    reports = []
+    for cfg in cfgs:
+        x = _input(cfg)
+        probe = torch.randn(x.shape, generator=torch.Generator().manual_seed(3))
+
+        def step(recompute):
+            model = ov.DominoTransformer(ov.TransformerConfig(**cfg, recompute=recompute))
+            model.train()
+            torch.manual_seed(7)
+            xi = x.clone().requires_grad_()
+            out = model(xi)
+            (out * probe).sum().backward()
+            return [out.detach(), xi.grad] + [p.grad.clone() for p in model.parameters()]
+
+        plain, again, recomputed = step(False), step(False), step(True)
+        worst = max(float((a - b).abs().max()) / max(float(a.abs().max()), 1e-30)
+                    for a, b in zip(plain[2:], recomputed[2:]))
+        reports.append({
+            "config": cfg,
+            "plain_repeatable": all(torch.equal(a, b) for a, b in zip(plain, again)),
+            "activations_exact": all(torch.equal(a, b) for a, b in zip(plain[:2], recomputed[:2])),
+            "exact": all(torch.equal(a, b) for a, b in zip(plain, recomputed)),
+            "worst_grad": worst,
+        })
+    return reports

@@ -162,3 +162,20 @@ def test_misuse_fails_loudly_and_autocast_and_inference_mode_work():
         # every gradient lands in the parameters' fp32
         assert facts["autocast_output"] == "torch.float32"
         assert facts["autocast_grads"] == ["torch.float32"]
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+def test_the_recompute_option_gives_the_same_step(tp):
+    base = dict(hidden_size=48, num_attention_heads=8, num_query_groups=4, num_layers=3,
+                hidden_dropout=0.2, attention_dropout=0.2, activation="swiglu", rotary=True)
+    cfgs = [dict(base, split="row", micro_batches=2), dict(base, split="2d", micro_batches=2,
+                                                          column_chunks=2),
+            dict(base, split="none"), dict(base, split="column", column_chunks=2)]
+    for reports in assert_all_ok(run_ranks(tp, "overlap_workers.recompute_option_matches", cfgs,
+                                           timeout=600)):
+        assert len(reports) == len(cfgs)
+        # The forward and the input gradient are the same bits; parameter gradients too where
+        # two plain steps agree, else within their last bits.
+        assert [r for r in reports if not r["activations_exact"]] == [], reports
+        assert all(r["exact"] or (not r["plain_repeatable"] or r["worst_grad"] < 1e-6)
+                   for r in reports), reports
