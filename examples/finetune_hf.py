@@ -65,7 +65,8 @@ def main() -> None:
         inputs, targets = window[:, :-1], window[:, 1:]
         if step == 1 and rank == 0:  # the model itself, before any step, on the same batch
             with torch.no_grad():
-                logits = hf(input_ids=inputs).logits
+                logits = hf.eval()(input_ids=inputs).logits
+            hf.train()
             reference = F.cross_entropy(logits.reshape(-1, hf.config.vocab_size), targets.reshape(-1))
             print(f"hf_loss {reference.item():.6f}", flush=True)
         hidden = domino(embed(inputs).transpose(0, 1))  # [s, b, h]
@@ -76,6 +77,14 @@ def main() -> None:
         optimizer.step()
         if rank == 0:
             print(f"step {step} loss {loss.item():.6f}", flush=True)
+    # The embedding and LM head are whole on every rank: equal gradients kept them equal.
+    replicated = torch.stack([p.detach().double().sum() for p in embed.parameters()] +
+                             [p.detach().double().sum() for p in head.parameters()])
+    gathered = [torch.empty_like(replicated) for _ in range(dist.get_world_size())]
+    dist.all_gather(gathered, replicated)
+    if rank == 0:
+        print(f"replicated weights equal on every rank: "
+              f"{all(torch.equal(g, gathered[0]) for g in gathered)}", flush=True)
     dist.destroy_process_group()
 
 

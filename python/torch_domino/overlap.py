@@ -405,19 +405,20 @@ def set_sharded_optimizer_state_dict(model: nn.Module, optimizer: torch.optim.Op
 _HF_LLAMA_LIKE = ("llama", "mistral", "qwen2")
 
 
-def _gpt2_config(cfg, schedule: dict) -> TransformerConfig:
+def _gpt2_config(cfg, schedule: dict, dtype: str) -> TransformerConfig:
     if cfg.activation_function not in ("gelu_new", "gelu_pytorch_tanh", "gelu"):
         raise ValueError(f"from_hf: GPT-2 with activation_function={cfg.activation_function!r}; "
                          "supported: gelu_new, gelu_pytorch_tanh, gelu")
     if getattr(cfg, "scale_attn_by_inverse_layer_idx", False) or not getattr(
             cfg, "scale_attn_weights", True):
         raise ValueError("from_hf: GPT-2 with attention scaled other than by 1/sqrt(head_dim)")
-    return TransformerConfig(
+    fields = dict(
         hidden_size=cfg.n_embd, num_attention_heads=cfg.n_head, num_layers=cfg.n_layer,
         ffn_hidden_size=cfg.n_inner or 4 * cfg.n_embd,
         activation="gelu" if cfg.activation_function == "gelu" else "gelu_tanh",
         normalization="layernorm", rotary=False, bias=True, norm_epsilon=cfg.layer_norm_epsilon,
-        **schedule)
+        params_dtype=dtype)
+    return TransformerConfig(**{**fields, **schedule})
 
 
 def _gpt2_weights(base) -> dict[str, torch.Tensor]:
@@ -444,7 +445,9 @@ def from_hf(model: nn.Module, group: Optional[dist.ProcessGroup] = None, **sched
     and final norm, computing the same function: ``out = domino(hidden)`` on ``[s, b, h]``
     equals ``model(inputs_embeds=hidden.transpose(0, 1)).last_hidden_state.transpose(0, 1)``.
 
-    ``model`` is a ``transformers`` model (``LlamaForCausalLM``, ``MistralModel``,
+    Every rank must pass the same weights (each keeps its own slice of its own copy). Dropout
+    rates are not taken from the model: give ``hidden_dropout`` / ``attention_dropout`` in
+    ``schedule`` if you want them. ``model`` is a ``transformers`` model (``LlamaForCausalLM``, ``MistralModel``,
     ``GPT2LMHeadModel``, ...) or its ``.model`` (``.transformer`` for GPT-2). For GPT-2 the input
     is the token embeddings plus its learned position embeddings (``wte`` + ``wpe``), which stay
     the user's. ``schedule`` sets the Domino fields (``split``, ``micro_batches``,
@@ -462,8 +465,11 @@ def from_hf(model: nn.Module, group: Optional[dist.ProcessGroup] = None, **sched
     def refuse(why: str):
         raise ValueError(f"from_hf: {type(model).__name__} ({kind}) {why}")
 
+    dtypes = {torch.float32: "float32", torch.float64: "float64", torch.bfloat16: "bfloat16",
+              torch.float16: "float16"}
     if kind == "gpt2":
-        domino = DominoTransformer(_gpt2_config(cfg, schedule), group)
+        dtype = dtypes[base.h[0].attn.c_attn.weight.dtype]
+        domino = DominoTransformer(_gpt2_config(cfg, schedule, dtype), group)
         domino.load_unsharded({k: v.detach() for k, v in _gpt2_weights(base).items()})
         return domino
     if kind not in _HF_LLAMA_LIKE:
@@ -474,8 +480,12 @@ def from_hf(model: nn.Module, group: Optional[dist.ProcessGroup] = None, **sched
     qkv_bias = kind == "qwen2"  # Qwen2's q/k/v projections have biases, nothing else does
     if kind != "qwen2" and (getattr(cfg, "attention_bias", False) or getattr(cfg, "mlp_bias", False)):
         refuse("has projection biases; the Llama-family import has none")
-    if getattr(cfg, "use_sliding_window", False):
-        refuse("uses a sliding attention window; Domino attends to the whole causal prefix")
+    sliding = getattr(cfg, "sliding_window", None) is not None and (
+        kind == "mistral" or "sliding_attention" in (getattr(cfg, "layer_types", None) or []))
+    if sliding:
+        refuse(f"uses a sliding attention window ({cfg.sliding_window} tokens); Domino attends to "
+               "the whole causal prefix (set config.sliding_window = None if sequences never "
+               "exceed it)")
     heads = cfg.num_attention_heads
     if getattr(cfg, "head_dim", None) not in (None, cfg.hidden_size // heads):
         refuse(f"has head_dim={cfg.head_dim}, not hidden_size / heads = {cfg.hidden_size // heads}")
@@ -485,15 +495,14 @@ def from_hf(model: nn.Module, group: Optional[dist.ProcessGroup] = None, **sched
                "embeddings are supported")
     theta = rope.get("rope_theta") or getattr(cfg, "rope_theta", None) or 10000.0
     weight = base.layers[0].self_attn.q_proj.weight
-    dtypes = {torch.float32: "float32", torch.float64: "float64", torch.bfloat16: "bfloat16",
-              torch.float16: "float16"}
-    config = TransformerConfig(
+    fields = dict(
         hidden_size=cfg.hidden_size, num_attention_heads=heads,
         num_query_groups=getattr(cfg, "num_key_value_heads", None) or heads,
         num_layers=cfg.num_hidden_layers, ffn_hidden_size=cfg.intermediate_size,
         activation="swiglu", normalization="rmsnorm", rotary=True, rotary_base=float(theta),
         bias=False, qkv_bias=qkv_bias, norm_epsilon=cfg.rms_norm_eps,
-        params_dtype=dtypes[weight.dtype], **schedule)
+        params_dtype=dtypes[weight.dtype])
+    config = TransformerConfig(**{**fields, **schedule})
     domino = DominoTransformer(config, group)
     full = {"final_norm.weight": base.norm.weight}
     for i, layer in enumerate(base.layers):
@@ -540,7 +549,13 @@ def to_hf_state_dict(model: "DominoTransformer", model_type: str = "llama") -> d
     of the group (call it on every rank): load it with
     ``hf_model.model.load_state_dict(state, strict=False)`` (``hf_model.transformer`` for
     gpt2; the embeddings and LM head are the user's). The inverse of ``from_hf``."""
+    config = model.config
     if model_type == "gpt2":
+        if (config.normalization != "layernorm" or config.activation not in ("gelu", "gelu_tanh")
+                or config.rotary or not config.bias or config.num_query_groups not in (
+                    0, config.num_attention_heads)):
+            raise ValueError("to_hf_state_dict: a GPT-2 has LayerNorm, gelu, biases, learned "
+                             "positions and no GQA; this model's config does not match")
         full = _gathered(model)
         out = {"ln_f.weight": full["final_norm.weight"], "ln_f.bias": full["final_norm.bias"]}
         for i in range(model.config.num_layers):
@@ -556,16 +571,20 @@ def to_hf_state_dict(model: "DominoTransformer", model_type: str = "llama") -> d
                     ("mlp.fc1.weight", "mlp.c_fc.weight", True), ("mlp.fc1.bias", "mlp.c_fc.bias", False),
                     ("mlp.fc2.weight", "mlp.c_proj.weight", True), ("mlp.fc2.bias", "mlp.c_proj.bias", False)):
                 tensor = full[p + ours]
-                out[h + theirs] = (tensor.t() if transpose else tensor).contiguous()
+                out[h + theirs] = (tensor.t() if transpose else tensor).contiguous().clone()
         return out
     if model_type not in _HF_LLAMA_LIKE:
         raise ValueError(f"to_hf_state_dict: model_type '{model_type}' is not supported; "
                          f"supported: {', '.join(_HF_LLAMA_LIKE + ('gpt2',))}")
-    config = model.config
     if config.activation != "swiglu" or config.normalization != "rmsnorm" or not config.rotary:
         raise ValueError("to_hf_state_dict: a Llama-family model has SwiGLU, RMSNorm and rotary "
                          f"embeddings; this one has {config.activation}, {config.normalization}, "
                          f"rotary={config.rotary}")
+    qkv_bias = config.bias if config.qkv_bias is None else config.qkv_bias
+    if config.bias or qkv_bias != (model_type == "qwen2"):
+        raise ValueError(f"to_hf_state_dict: a {model_type} model has "
+                         f"{'q/k/v biases only' if model_type == 'qwen2' else 'no biases'}; this one "
+                         f"has bias={config.bias}, qkv_bias={config.qkv_bias}")
     full = _gathered(model)
     q = config.num_attention_heads * (config.hidden_size // config.num_attention_heads)
     kv = (config.num_query_groups or config.num_attention_heads) * (
@@ -586,4 +605,4 @@ def to_hf_state_dict(model: "DominoTransformer", model_type: str = "llama") -> d
         out[h + "mlp.down_proj.weight"] = full[p + "mlp.fc2.weight"]
         out[h + "input_layernorm.weight"] = full[p + "input_norm.weight"]
         out[h + "post_attention_layernorm.weight"] = full[p + "post_attention_norm.weight"]
-    return {k: v.contiguous() for k, v in out.items()}
+    return {k: v.clone() for k, v in out.items()}  # no views: savable as safetensors

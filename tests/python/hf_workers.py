@@ -72,6 +72,7 @@ def refusals(rank: int, world: int) -> dict:
     import transformers
     out = {}
     for key, change in {"act": dict(hidden_act="gelu"), "bias": dict(attention_bias=True),
+                        "mlp_bias": dict(mlp_bias=True), "head_dim": dict(head_dim=16),
                         "rope": dict(rope_parameters={"rope_type": "linear", "factor": 2.0,
                                                       "rope_theta": 10000.0})}.items():
         config = transformers.LlamaConfig(hidden_size=32, intermediate_size=64,
@@ -82,6 +83,13 @@ def refusals(rank: int, world: int) -> dict:
             out[key] = ""
         except ValueError as e:
             out[key] = str(e)
+    mistral = transformers.MistralConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                         num_attention_heads=4, vocab_size=16)  # window 4096
+    try:
+        ov.from_hf(transformers.MistralModel(mistral))
+        out["window"] = ""
+    except ValueError as e:
+        out["window"] = str(e)
     opt = transformers.OPTModel(transformers.OPTConfig(hidden_size=32, num_hidden_layers=1,
                                                        num_attention_heads=4, ffn_dim=64,
                                                        vocab_size=16, word_embed_proj_dim=32))

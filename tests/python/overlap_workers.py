@@ -378,12 +378,21 @@ def recompute_option_matches(rank: int, world: int, cfgs: list) -> list:
         x = _input(cfg)
         probe = torch.randn(x.shape, generator=torch.Generator().manual_seed(3))
 
+        saved = {}
+
         def step(recompute):
             model = ov.DominoTransformer(ov.TransformerConfig(**cfg, recompute=recompute))
             model.train()
             torch.manual_seed(7)
             xi = x.clone().requires_grad_()
-            out = model(xi)
+            total = [0]
+
+            def pack(t):
+                total[0] += t.numel() * t.element_size()
+                return t
+            with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+                out = model(xi)
+            saved[recompute] = total[0]
             (out * probe).sum().backward()
             return [out.detach(), xi.grad] + [p.grad.clone() for p in model.parameters()]
 
@@ -396,5 +405,6 @@ def recompute_option_matches(rank: int, world: int, cfgs: list) -> list:
             "activations_exact": all(torch.equal(a, b) for a, b in zip(plain[:2], recomputed[:2])),
             "exact": all(torch.equal(a, b) for a, b in zip(plain, recomputed)),
             "worst_grad": worst,
+            "saved_fraction": saved[True] / saved[False],
         })
     return reports

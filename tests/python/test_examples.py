@@ -118,3 +118,4 @@ def test_finetune_hf_starts_at_the_models_own_loss_and_learns(tmp_path):
     assert len(losses) == 8
     assert abs(losses[0] - reference) <= 1e-5 * reference, (reference, losses)
     assert losses[-1] < losses[0]  # it learns
+    assert "replicated weights equal on every rank: True" in done.stdout

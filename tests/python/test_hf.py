@@ -28,7 +28,9 @@ def test_from_hf_computes_the_models_last_hidden_state(family, tp, schedule):
 def test_what_from_hf_cannot_reproduce_is_refused_by_name():
     report = assert_all_ok(run_ranks(1, "hf_workers.refusals"))[0]
     assert "hidden_act='gelu'" in report["act"], report
-    assert "projection biases" in report["bias"], report
+    assert "projection biases" in report["bias"] and "projection biases" in report["mlp_bias"], report
+    assert "head_dim=16" in report["head_dim"], report
+    assert "sliding attention window (4096 tokens)" in report["window"], report
     assert "rope_type='linear'" in report["rope"], report
     assert "not a supported family" in report["family"] and "(opt)" in report["family"], report
 

@@ -177,5 +177,7 @@ def test_the_recompute_option_gives_the_same_step(tp):
         # The forward and the input gradient are the same bits; parameter gradients too where
         # two plain steps agree, else within their last bits.
         assert [r for r in reports if not r["activations_exact"]] == [], reports
-        assert all(r["exact"] or (not r["plain_repeatable"] or r["worst_grad"] < 1e-6)
+        assert all(r["exact"] if r["plain_repeatable"] else r["worst_grad"] < 1e-6
                    for r in reports), reports
+        # It does recompute: the forward keeps a fraction of what it keeps without.
+        assert all(r["saved_fraction"] < 0.25 for r in reports), reports
