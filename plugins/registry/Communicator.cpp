@@ -131,12 +131,13 @@ void Communicator::allreduce(const domino_buffer_t& send, domino_buffer_t& recv,
   // all-reduce, then the links, as any refusal does.
   if (!algorithm.empty() && plugin_->allreduce_with != nullptr) {
     const std::string name(algorithm);
-    const std::string label = "allreduce (" + name + ")";
     char err[kErrorBytes] = {0};
     const int status =
         plugin_->allreduce_with(comm_, &send, &recv, op, name.c_str(), err, sizeof err);
     if (status == DOMINO_OK) return;
-    if (status != DOMINO_ERR_UNSUPPORTED) raise(plugin_, status, err, label.c_str());
+    if (status != DOMINO_ERR_UNSUPPORTED) {
+      raise(plugin_, status, err, ("allreduce (" + name + ")").c_str());
+    }
   }
   if (native(plugin_->allreduce, "allreduce", recv, &send, &recv, op)) return;
   const size_t bytes = recv.count * dtype_size(recv.dtype);

@@ -155,19 +155,21 @@ class _CppModule(nn.Module):
         """This module's parameters as ``sharded_state_dict`` gives them (names relative to it)."""
         return self._shard_entries({name: p.detach() for name, p in self.named_parameters()})
 
-    def _shard_entries(self, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """Checkpoint entries of tensors shaped like this rank's parameters (the parameters
-        themselves, or an optimizer's state of them), keyed by parameter name: a DTensor view
-        per fused block of each sharded one, the replicated ones as they are."""
+    def _tp_size(self) -> int:
         group = self._tp_group
-        tp = dist.get_world_size(group) if group is not None and dist.is_initialized() else 1
-        entries: dict[str, torch.Tensor] = {}
+        return dist.get_world_size(group) if group is not None and dist.is_initialized() else 1
+
+    def _blocks(self, tensors: dict[str, torch.Tensor]):
+        """For tensors shaped like this rank's parameters, keyed by parameter name: (parameter,
+        entry key, dim, this rank's piece) per fused block of each, in order; dim -1 and the
+        whole tensor for a replicated one. Unnamed blocks are segment0, segment1, ..."""
+        tp = self._tp_size()
         for name, dim, segments, names in self._impl.shard_layouts():
             if name not in tensors:
                 continue
             local = tensors[name]
-            if dim < 0:  # the same on every rank: stored once
-                entries[name] = local
+            if dim < 0:
+                yield name, name, -1, local
                 continue
             owner, _, leaf = name.rpartition(".")
             offset = 0
@@ -178,8 +180,15 @@ class _CppModule(nn.Module):
                 if len(segments) > 1:
                     part = names[i] if names else f"segment{i}"
                     key = ".".join(p for p in (owner, part, leaf) if p)
-                entries[key] = piece if tp == 1 else self._as_dtensor(piece, dim, group)
-        return entries
+                yield name, key, dim, piece
+
+    def _shard_entries(self, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """Checkpoint entries of tensors shaped like this rank's parameters (the parameters
+        themselves, or an optimizer's state of them), keyed by parameter name: a DTensor view
+        per fused block of each sharded one, the replicated ones as they are."""
+        tp = self._tp_size()
+        return {key: piece if dim < 0 or tp == 1 else self._as_dtensor(piece, dim, self._tp_group)
+                for _, key, dim, piece in self._blocks(tensors)}
 
     def _as_dtensor(self, piece: torch.Tensor, dim: int, group) -> torch.Tensor:
         from torch.distributed.device_mesh import DeviceMesh
@@ -421,22 +430,27 @@ def _gpt2_config(cfg, schedule: dict, dtype: str) -> TransformerConfig:
     return TransformerConfig(**{**fields, **schedule})
 
 
+# A GPT-2 block's tensors: (Domino's name, GPT-2's name, whether Conv1D's [in, out] is
+# transposed to torch.nn.Linear's [out, in]).
+_GPT2_BLOCK = (
+    ("input_norm.weight", "ln_1.weight", False), ("input_norm.bias", "ln_1.bias", False),
+    ("attention.qkv.weight", "attn.c_attn.weight", True),
+    ("attention.qkv.bias", "attn.c_attn.bias", False),
+    ("attention.proj.weight", "attn.c_proj.weight", True),
+    ("attention.proj.bias", "attn.c_proj.bias", False),
+    ("post_attention_norm.weight", "ln_2.weight", False),
+    ("post_attention_norm.bias", "ln_2.bias", False),
+    ("mlp.fc1.weight", "mlp.c_fc.weight", True), ("mlp.fc1.bias", "mlp.c_fc.bias", False),
+    ("mlp.fc2.weight", "mlp.c_proj.weight", True), ("mlp.fc2.bias", "mlp.c_proj.bias", False))
+
+
 def _gpt2_weights(base) -> dict[str, torch.Tensor]:
-    # GPT-2's Conv1D stores [in, out]: transposed to torch.nn.Linear's [out, in].
+    theirs = dict(base.named_parameters())
     full = {"final_norm.weight": base.ln_f.weight, "final_norm.bias": base.ln_f.bias}
-    for i, block in enumerate(base.h):
-        p = f"layers.{i}."
-        full[p + "input_norm.weight"], full[p + "input_norm.bias"] = block.ln_1.weight, block.ln_1.bias
-        full[p + "attention.qkv.weight"] = block.attn.c_attn.weight.t()
-        full[p + "attention.qkv.bias"] = block.attn.c_attn.bias
-        full[p + "attention.proj.weight"] = block.attn.c_proj.weight.t()
-        full[p + "attention.proj.bias"] = block.attn.c_proj.bias
-        full[p + "post_attention_norm.weight"] = block.ln_2.weight
-        full[p + "post_attention_norm.bias"] = block.ln_2.bias
-        full[p + "mlp.fc1.weight"] = block.mlp.c_fc.weight.t()
-        full[p + "mlp.fc1.bias"] = block.mlp.c_fc.bias
-        full[p + "mlp.fc2.weight"] = block.mlp.c_proj.weight.t()
-        full[p + "mlp.fc2.bias"] = block.mlp.c_proj.bias
+    for i in range(len(base.h)):
+        for ours, name, transpose in _GPT2_BLOCK:
+            tensor = theirs[f"h.{i}.{name}"]
+            full[f"layers.{i}.{ours}"] = tensor.t() if transpose else tensor
     return full
 
 
@@ -523,24 +537,21 @@ def from_hf(model: nn.Module, group: Optional[dist.ProcessGroup] = None, **sched
 def _gathered(module: "_CppModule") -> dict[str, torch.Tensor]:
     """Every parameter of a Domino layer as a whole tensor, gathered from the group's ranks
     (collective over the layer's group)."""
-    group = module._tp_group
-    tp = dist.get_world_size(group) if group is not None and dist.is_initialized() else 1
-    params = dict(module.named_parameters())
-    full = {}
-    for name, dim, segments, _ in module._impl.shard_layouts():
-        local = params[name].detach()
+    tp = module._tp_size()
+    blocks: dict[str, list[torch.Tensor]] = {}
+    dims: dict[str, int] = {}
+    params = {name: p.detach() for name, p in module.named_parameters()}
+    for name, _, dim, piece in module._blocks(params):
+        dims[name] = dim
         if dim < 0 or tp == 1:
-            full[name] = local.clone()
+            blocks.setdefault(name, []).append(piece.clone())
             continue
-        blocks, offset = [], 0
-        for segment in segments:  # each block gathered on its own: ranks hold a slice of each
-            piece = local.narrow(dim, offset, segment // tp).contiguous()
-            offset += segment // tp
-            parts = [torch.empty_like(piece) for _ in range(tp)]
-            dist.all_gather(parts, piece, group=group)
-            blocks.append(torch.cat(parts, dim))
-        full[name] = torch.cat(blocks, dim)
-    return full
+        # Each block gathered on its own: every rank holds a slice of each.
+        parts = [torch.empty_like(piece.contiguous()) for _ in range(tp)]
+        dist.all_gather(parts, piece.contiguous(), group=module._tp_group)
+        blocks.setdefault(name, []).append(torch.cat(parts, dim))
+    return {name: parts[0] if len(parts) == 1 else torch.cat(parts, max(dims[name], 0))
+            for name, parts in blocks.items()}
 
 
 def to_hf_state_dict(model: "DominoTransformer", model_type: str = "llama") -> dict[str, torch.Tensor]:
@@ -559,19 +570,9 @@ def to_hf_state_dict(model: "DominoTransformer", model_type: str = "llama") -> d
         full = _gathered(model)
         out = {"ln_f.weight": full["final_norm.weight"], "ln_f.bias": full["final_norm.bias"]}
         for i in range(model.config.num_layers):
-            p, h = f"layers.{i}.", f"h.{i}."
-            for ours, theirs, transpose in (
-                    ("input_norm.weight", "ln_1.weight", False), ("input_norm.bias", "ln_1.bias", False),
-                    ("attention.qkv.weight", "attn.c_attn.weight", True),
-                    ("attention.qkv.bias", "attn.c_attn.bias", False),
-                    ("attention.proj.weight", "attn.c_proj.weight", True),
-                    ("attention.proj.bias", "attn.c_proj.bias", False),
-                    ("post_attention_norm.weight", "ln_2.weight", False),
-                    ("post_attention_norm.bias", "ln_2.bias", False),
-                    ("mlp.fc1.weight", "mlp.c_fc.weight", True), ("mlp.fc1.bias", "mlp.c_fc.bias", False),
-                    ("mlp.fc2.weight", "mlp.c_proj.weight", True), ("mlp.fc2.bias", "mlp.c_proj.bias", False)):
-                tensor = full[p + ours]
-                out[h + theirs] = (tensor.t() if transpose else tensor).contiguous().clone()
+            for ours, theirs, transpose in _GPT2_BLOCK:
+                tensor = full[f"layers.{i}.{ours}"]
+                out[f"h.{i}.{theirs}"] = (tensor.t() if transpose else tensor).contiguous().clone()
         return out
     if model_type not in _HF_LLAMA_LIKE:
         raise ValueError(f"to_hf_state_dict: model_type '{model_type}' is not supported; "
