@@ -15,6 +15,7 @@
 #include "plugins/registry/Communicator.h"
 #include "plugins/registry/PluginLinks.h"
 #include "plugins/registry/PluginRegistry.h"
+#include "topology/AlgorithmTable.h"
 
 namespace domino {
 
@@ -171,6 +172,18 @@ topology::Router ProcessGroupDomino::agree_on_routing(const std::string& host_li
   }
   options.forced_inter_algorithm = settings_.inter_algorithm;
   options.inter_runs_table = inter_runs_table;
+  // A links algorithm inside the host needs a transport that runs names or has links (shared
+  // memory has); shared memory's own names reach it at creation, and other transports ignore
+  // them.
+  options.forced_intra_algorithm = settings_.intra_algorithm;
+  const bool intra_links = topology::find_algorithm(settings_.intra_algorithm, "all_reduce",
+                                                    topology::AlgorithmHome::kLinks) != nullptr;
+  TORCH_CHECK(!intra_links || runs_algorithm_table(plugin_) || PluginLinks::available(plugin_),
+              "domino: init of ", label(), ": DOMINO_ALGO=intra:", settings_.intra_algorithm,
+              " runs that all-reduce over the intra-host transport's links, but '", plugin_->name,
+              "' has neither links nor allreduce_with (plugin ABI); use the shm transport "
+              "(DOMINO_INTRA_TRANSPORT=auto) or drop intra:",
+              settings_.intra_algorithm, ".");
   options.rail_chunk_bytes = settings_.rail_chunk_bytes;
   log_line(LogLevel::kDebug, rank_, label() + ": host layout " + host_list);
   return topology::Router(layout_, costs, options);

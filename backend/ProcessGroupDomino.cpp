@@ -263,10 +263,9 @@ RoutedComm& ProcessGroupDomino::communicator(int lane) {
       const std::string& forced = router_->options().forced_inter_algorithm;
       config.algorithm = forced.empty() ? nullptr : forced.c_str();
     } else {
-      config.small_message_bytes = settings_.algorithm == IntraAlgorithm::kDirect ? kDirectOnlyBytes
-                                   : settings_.algorithm == IntraAlgorithm::kReduceScatterAllGather
-                                       ? kAlwaysChunked
-                                       : 0;
+      config.small_message_bytes = settings_.intra_algorithm == "direct" ? kDirectOnlyBytes
+                                   : settings_.intra_algorithm == "rsag" ? kAlwaysChunked
+                                                                         : 0;
       config.single_copy = settings_.single_copy ? 0 : -1;
     }
     if (lane > 0) {

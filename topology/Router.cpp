@@ -148,10 +148,16 @@ double Router::predict(PlanKind kind, Collective op, double n, std::vector<Step>
     return in_host + cross + in_host + wakeup;
   }
   if (kind == PlanKind::kFlatIntra) {
-    steps->push_back({Level::kGroup, false, op, ""});
+    const std::string& forced = options_.forced_intra_algorithm;
+    steps->push_back({Level::kGroup, false, op, op == Collective::kAllReduce ? forced : ""});
     switch (op) {
-      case Collective::kAllReduce:
+      case Collective::kAllReduce: {
+        const AlgorithmEntry* links = find_algorithm(forced, "all_reduce", AlgorithmHome::kLinks);
+        if (links != nullptr && links->allreduce_seconds != nullptr && p > 1) {
+          return links->allreduce_seconds(p, n, 1, s);
+        }
         return 2 * intra_part(p, n);
+      }
       case Collective::kAllGather:
       case Collective::kReduceScatter:
         return intra_part(p, n * p);

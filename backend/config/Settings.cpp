@@ -53,15 +53,17 @@ std::string transport_name(const std::string& variable, const std::string& value
 }
 
 // DOMINO_ALGO: a comma-separated list with at most one choice per level, e.g.
-// "hierarchical,ring" or "direct".
+// "hierarchical,ring", "direct" or "intra:ring".
 void parse_algorithms(const std::string& variable, const std::string& value, Settings& s) {
   using topology::AlgorithmHome;
   const std::string accepted =
       "auto, or a comma-separated list of at most one plan (flat, hierarchical, leader), one "
       "inter-host all-reduce algorithm (" +
       topology::algorithm_names("all_reduce", AlgorithmHome::kLinks) +
-      ") and one shared-memory all-reduce algorithm (" +
-      topology::algorithm_names("all_reduce", AlgorithmHome::kShm) + ")";
+      ") and one in-host all-reduce algorithm: shared memory's own (" +
+      topology::algorithm_names("all_reduce", AlgorithmHome::kShm) +
+      ", or intra: before either), or intra: before an inter-host one to run it over the "
+      "intra-host transport's links (e.g. intra:ring)";
   bool plan = false, inter = false, intra = false;
   size_t start = 0;
   while (start <= value.size()) {
@@ -73,18 +75,23 @@ void parse_algorithms(const std::string& variable, const std::string& value, Set
       if (seen) invalid(variable, value, accepted);
       seen = true;
     };
+    const std::string intra_prefix = "intra:";
+    const bool prefixed = item.rfind(intra_prefix, 0) == 0;
+    const std::string name = prefixed ? item.substr(intra_prefix.size()) : item;
+    auto serves = [&](AlgorithmHome home) {
+      return topology::find_algorithm(name, "all_reduce", home) != nullptr;
+    };
     if (item == "auto" && value.find(',') == std::string::npos) {
       // everything automatic
-    } else if (item == "flat" || item == "hierarchical" || item == "leader") {
+    } else if (!prefixed && (item == "flat" || item == "hierarchical" || item == "leader")) {
       take(plan);
       s.plan = item;
-    } else if (topology::find_algorithm(item, "all_reduce", AlgorithmHome::kLinks) != nullptr) {
+    } else if (!prefixed && serves(AlgorithmHome::kLinks)) {
       take(inter);
       s.inter_algorithm = item;
-    } else if (topology::find_algorithm(item, "all_reduce", AlgorithmHome::kShm) != nullptr) {
+    } else if (serves(AlgorithmHome::kShm) || (prefixed && serves(AlgorithmHome::kLinks))) {
       take(intra);
-      s.algorithm =
-          item == "direct" ? IntraAlgorithm::kDirect : IntraAlgorithm::kReduceScatterAllGather;
+      s.intra_algorithm = name;
     } else {
       invalid(variable, value, accepted);
     }

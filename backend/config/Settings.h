@@ -15,15 +15,16 @@ namespace domino {
 
 enum class LogLevel { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3 };
 enum class Priority { kHigh, kNormal, kLow };
-enum class IntraAlgorithm { kAuto, kDirect, kReduceScatterAllGather };
 // How CUDA tensors travel: NCCL when every rank has a GPU of its own, else through host memory.
 enum class GpuTransport { kAuto, kNccl, kStaged };
 
 struct Settings {
-  std::string host_id;  // empty: detect
-  IntraAlgorithm algorithm = IntraAlgorithm::kAuto;
+  std::string host_id;          // empty: detect
   std::string plan = "auto";    // DOMINO_ALGO: flat, hierarchical or leader forces the plan
   std::string inter_algorithm;  // DOMINO_ALGO: ring, recursive_doubling or rabenseifner
+  // DOMINO_ALGO: the in-host all-reduce, "direct" or "rsag" (shared memory's own) or, as
+  // intra:<name>, one over the intra-host transport's links; empty: automatic.
+  std::string intra_algorithm;
   std::optional<topology::LinkCost> cost_intra;  // DOMINO_COST_INTRA
   std::optional<topology::LinkCost> cost_inter;  // DOMINO_COST_INTER
   std::string intra_transport = "auto";

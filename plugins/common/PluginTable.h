@@ -75,6 +75,18 @@ struct PluginTable {
     });
   }
 
+  static int link_send(domino_comm_t* c, const void* data, size_t bytes, int32_t peer, char* err,
+                       size_t n) {
+    return guard_abi(err, n, [&] { self(c).link_send(data, bytes, peer); });
+  }
+  static int link_recv(domino_comm_t* c, void* data, size_t bytes, int32_t peer, char* err,
+                       size_t n) {
+    return guard_abi(err, n, [&] { self(c).link_recv(data, bytes, peer); });
+  }
+  static int link_wait(domino_comm_t* c, char* err, size_t n) {
+    return guard_abi(err, n, [&] { self(c).link_wait(); });
+  }
+
   static int set_timeout(domino_comm_t* c, int64_t timeout_ms, char* err, size_t n) {
     return guard_abi(err, n, [&] {
       if (timeout_ms <= 0) {
@@ -105,13 +117,44 @@ struct PluginTable {
             nullptr,
             nullptr,
             set_timeout,
-            nullptr,
-            nullptr,
-            nullptr,
+            link_send_entry(),
+            link_recv_entry(),
+            link_wait_entry(),
             named_allreduce()};
   }
 
  private:
+  static constexpr bool kHasLinks = requires(Impl & impl, void* data) {
+    impl.link_send(static_cast<const void*>(data), size_t{0}, 0);
+    impl.link_recv(data, size_t{0}, 0);
+    impl.link_wait();
+  };
+  // Impls with links (the backend then runs its shared algorithms over them); NULL otherwise.
+  // Each entry is named only inside its branch, so an Impl without links never instantiates it.
+  static constexpr auto link_send_entry() {
+    using Entry = decltype(domino_plugin_t::link_send);
+    if constexpr (kHasLinks) {
+      return static_cast<Entry>(link_send);
+    } else {
+      return static_cast<Entry>(nullptr);
+    }
+  }
+  static constexpr auto link_recv_entry() {
+    using Entry = decltype(domino_plugin_t::link_recv);
+    if constexpr (kHasLinks) {
+      return static_cast<Entry>(link_recv);
+    } else {
+      return static_cast<Entry>(nullptr);
+    }
+  }
+  static constexpr auto link_wait_entry() {
+    using Entry = decltype(domino_plugin_t::link_wait);
+    if constexpr (kHasLinks) {
+      return static_cast<Entry>(link_wait);
+    } else {
+      return static_cast<Entry>(nullptr);
+    }
+  }
   // Impls whose all-reduce takes the router's choice by name (the shared algorithms).
   static constexpr auto named_allreduce() {
     using Entry = decltype(domino_plugin_t::allreduce_with);

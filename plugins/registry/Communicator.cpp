@@ -4,6 +4,7 @@
 
 #include "PluginLinks.h"
 #include "plugins/algorithms/Algorithms.h"
+#include "plugins/algorithms/Registration.h"
 #include "plugins/common/Dtype.h"
 #include "plugins/common/TransportError.h"
 
@@ -139,7 +140,12 @@ void Communicator::allreduce(const domino_buffer_t& send, domino_buffer_t& recv,
       raise(plugin_, status, err, ("allreduce (" + name + ")").c_str());
     }
   }
-  if (native(plugin_->allreduce, "allreduce", recv, &send, &recv, op)) return;
+  // Without allreduce_with, a name handed down runs over the links where the plugin has them
+  // (shared memory under DOMINO_ALGO=intra:ring); its own all-reduce serves every other call.
+  const bool by_name = !algorithm.empty() && plugin_->allreduce_with == nullptr &&
+                       recv.device < 0 && PluginLinks::available(plugin_) &&
+                       algorithms::find_allreduce(algorithm) != nullptr;
+  if (!by_name && native(plugin_->allreduce, "allreduce", recv, &send, &recv, op)) return;
   const size_t bytes = recv.count * dtype_size(recv.dtype);
   if (send.ptr != recv.ptr && bytes > 0) std::memcpy(recv.ptr, send.ptr, bytes);
   const std::string_view chosen = algorithms::resolve_allreduce_algorithm(

@@ -35,8 +35,9 @@ class Communicator {
   // transport keeps the one it was created with.
   bool set_timeout(int64_t timeout_ms);
 
-  // algorithm: the all-reduce the router chose for this call, by its table name; empty: the
-  // transport's own choice (or the one forced at creation).
+  // algorithm: the all-reduce the router chose for this call, by its table name, for the
+  // plugin's allreduce_with, else over its links where it has them; empty: the transport's own
+  // choice (or the one forced at creation).
   void allreduce(const domino_buffer_t& send, domino_buffer_t& recv, domino_redop_t op,
                  std::string_view algorithm = {});
   void barrier();

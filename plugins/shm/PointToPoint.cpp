@@ -19,11 +19,7 @@ PointToPoint::PointToPoint(SegmentHeader* header, int rank, int size, GroupBarri
       ring_bytes_(header->channel_bytes) {}
 
 ChannelControl* PointToPoint::channel(int from, int to) const {
-  const size_t index =
-      static_cast<size_t>(from) * static_cast<size_t>(size_) + static_cast<size_t>(to);
-  return reinterpret_cast<ChannelControl*>(reinterpret_cast<char*>(header_) +
-                                           header_->channel_offset +
-                                           index * channel_stride(ring_bytes_));
+  return channel_at(header_, header_->channel_offset, from, to);
 }
 
 void PointToPoint::check_peer(int peer, const char* op) const {

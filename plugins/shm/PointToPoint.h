@@ -33,7 +33,7 @@ class PointToPoint {
   };
 
   ChannelControl* channel(int from, int to) const;
-  char* ring(ChannelControl* c) const { return reinterpret_cast<char*>(c + 1); }
+  char* ring(ChannelControl* c) const { return channel_ring(c); }
   void write_stream(int peer, const char* data, size_t bytes, Deadline until, const char* what);
   void read_stream(int peer, char* data, size_t bytes, Deadline until, const char* what);
   bool peek_header(int peer, MessageHeader* out) const;

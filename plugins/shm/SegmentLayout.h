@@ -1,6 +1,8 @@
 // What lives in a group's shared segment, in order: the header, one control block per rank, the
-// collective payload slots (two per rank, by round parity), then one point-to-point channel per
-// ordered pair of ranks. Everything peers touch concurrently sits on its own cache line.
+// collective payload slots (two per rank, by round parity), one point-to-point channel per
+// ordered pair of ranks for send/recv, then another set for the shared algorithms' links (kept
+// apart so that a collective's messages never interleave with a user's). Everything peers touch
+// concurrently sits on its own cache line.
 #pragma once
 
 #include <atomic>
@@ -11,8 +13,8 @@
 
 namespace domino::shm {
 
-// "DOMINO04": 04 numbers the ops of its round descriptors as topology/Collectives.h does.
-constexpr uint64_t kSegmentMagic = 0x444f4d494e4f3034ull;
+// "DOMINO05": 05 adds the links' channels (04 numbered the ops as topology/Collectives.h does).
+constexpr uint64_t kSegmentMagic = 0x444f4d494e4f3035ull;
 constexpr size_t kCacheLine = 64;
 constexpr size_t kPage = 4096;
 
@@ -51,6 +53,7 @@ struct alignas(kCacheLine) SegmentHeader {
   uint64_t slot_bytes;
   uint64_t payload_offset;
   uint64_t channel_offset;
+  uint64_t link_offset;    // the links' channels, laid out as send/recv's
   uint64_t channel_bytes;  // ring bytes per channel
 
   alignas(kCacheLine) std::atomic<uint64_t> arrivals;  // total barrier arrivals, all ranks
@@ -73,6 +76,17 @@ inline RankControl* rank_controls(SegmentHeader* header) {
 
 inline size_t channel_stride(size_t ring_bytes) {
   return sizeof(ChannelControl) + ring_bytes;
+}
+
+// The channel from -> to of the set at offset (channel_offset or link_offset); its ring follows.
+inline ChannelControl* channel_at(SegmentHeader* header, uint64_t offset, int from, int to) {
+  const size_t index =
+      static_cast<size_t>(from) * static_cast<size_t>(header->size) + static_cast<size_t>(to);
+  return reinterpret_cast<ChannelControl*>(reinterpret_cast<char*>(header) + offset +
+                                           index * channel_stride(header->channel_bytes));
+}
+inline char* channel_ring(ChannelControl* channel) {
+  return reinterpret_cast<char*>(channel + 1);
 }
 
 }  // namespace domino::shm

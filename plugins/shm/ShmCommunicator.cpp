@@ -71,13 +71,15 @@ ShmCommunicator::ShmCommunicator(const domino_comm_config_t& config)
     const size_t payload_offset = control_bytes(size_);
     const size_t channel_offset = payload_offset + 2 * static_cast<size_t>(size_) * slot_bytes_;
     const size_t channels = size_ > 1 ? static_cast<size_t>(size_) * static_cast<size_t>(size_) : 0;
-    const size_t total = channel_offset + channels * channel_stride(kChannelBytes);
+    const size_t link_offset = channel_offset + channels * channel_stride(kChannelBytes);
+    const size_t total = link_offset + channels * channel_stride(kChannelBytes);
     segment_ = SharedSegment::create(total, "g" + std::to_string(size_));
     header_ = new (segment_.data()) SegmentHeader();
     header_->size = size_;
     header_->slot_bytes = slot_bytes_;
     header_->payload_offset = payload_offset;
     header_->channel_offset = channel_offset;
+    header_->link_offset = link_offset;
     header_->channel_bytes = kChannelBytes;
     for (int r = 0; r < size_; ++r) new (&rank_controls(header_)[r]) RankControl();
     header_->magic = kSegmentMagic;
@@ -101,6 +103,7 @@ ShmCommunicator::ShmCommunicator(const domino_comm_config_t& config)
   rank_controls(header_)[rank_].pid.store(static_cast<int32_t>(getpid()));
   barrier_.emplace(header_, rank_, size_, group_label_);
   p2p_.emplace(header_, rank_, size_, &*barrier_, group_label_, timeout_.load());
+  links_.emplace(header_, rank_, size_, &*barrier_, group_label_, timeout_.load());
   inputs_.resize(static_cast<size_t>(size_));
   meet("shared memory set-up", until);
   if (config.single_copy >= 0) probe_single_copy(until);

@@ -17,6 +17,7 @@
 
 #include "GroupBarrier.h"
 #include "PointToPoint.h"
+#include "SegmentLinks.h"
 #include "SharedSegment.h"
 #include "domino/plugin.h"
 #include "topology/Collectives.h"
@@ -29,6 +30,7 @@ class ShmCommunicator {
   void set_timeout(std::chrono::milliseconds timeout) {
     timeout_.store(timeout);
     if (p2p_) p2p_->set_timeout(timeout);
+    if (links_) links_->set_timeout(timeout);
   }
   explicit ShmCommunicator(const domino_comm_config_t& config);
 
@@ -46,6 +48,11 @@ class ShmCommunicator {
   void barrier();
   void send(const domino_buffer_t& buffer, int peer, int32_t tag);
   int recv(const domino_buffer_t& buffer, int peer, int32_t tag);
+  // The plugin ABI's links: the backend runs its shared algorithms over them, for an in-host
+  // all-reduce the router names (DOMINO_ALGO=intra:ring). From the collectives' thread only.
+  void link_send(const void* data, size_t bytes, int peer);
+  void link_recv(void* data, size_t bytes, int peer);
+  void link_wait();
 
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -74,6 +81,9 @@ class ShmCommunicator {
                     size_t element);
   void reduce_to(const domino_buffer_t& send, const domino_buffer_t& recv, domino_redop_t op,
                  int root, Op kind);
+  // A failed link call leaves the group broken, as a failed round does.
+  template <class Call>
+  void on_links(Call&& call);
   // Single-copy variants: round 0 publishes each rank's buffer addresses, then every rank reads
   // what it needs straight from its peers' buffers; a closing barrier keeps those buffers valid
   // until everyone is done.
@@ -126,6 +136,7 @@ class ShmCommunicator {
   size_t slot_bytes_ = 0;
   std::optional<GroupBarrier> barrier_;  // set once the segment is mapped
   std::optional<PointToPoint> p2p_;
+  std::optional<SegmentLinks> links_;
   uint64_t phase_ = 0;
   uint32_t parity_ = 0;
   uint64_t sequence_ = 0;

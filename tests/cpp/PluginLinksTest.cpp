@@ -15,33 +15,11 @@
 #include "plugins/common/TransportError.h"
 #include "plugins/registry/Communicator.h"
 #include "plugins/registry/PluginRegistry.h"
+#include "support/CheckedComm.h"
 #include "support/CollectiveChecks.h"
 
 namespace domino {
 namespace {
-
-// The registry's Communicator takes outputs by reference; the shared checks pass temporaries.
-struct CheckedComm {
-  Communicator& comm;
-  void allreduce(domino_buffer_t s, domino_buffer_t r, domino_redop_t op) {
-    comm.allreduce(s, r, op);
-  }
-  void reduce(domino_buffer_t s, domino_buffer_t r, domino_redop_t op, int root) {
-    comm.reduce(s, r, op, root);
-  }
-  void broadcast(domino_buffer_t b, int root) { comm.broadcast(b, root); }
-  void allgather(domino_buffer_t s, domino_buffer_t r) { comm.allgather(s, r); }
-  void gather(domino_buffer_t s, domino_buffer_t r, int root) { comm.gather(s, r, root); }
-  void scatter(domino_buffer_t s, domino_buffer_t r, int root) { comm.scatter(s, r, root); }
-  void reduce_scatter(domino_buffer_t s, domino_buffer_t r, domino_redop_t op) {
-    comm.reduce_scatter(s, r, op);
-  }
-  void alltoall(domino_buffer_t s, const uint64_t* sc, const uint64_t* so, domino_buffer_t r,
-                const uint64_t* rc, const uint64_t* ro) {
-    comm.alltoall(s, sc, so, r, rc, ro);
-  }
-  void barrier() { comm.barrier(); }
-};
 
 const domino_plugin_t* mailbox() {
   static PluginRegistry registry({DOMINO_TEST_PLUGIN_DIR});
@@ -87,7 +65,7 @@ TEST_P(PluginLinksCollectives, EveryOpMatchesALocalReference) {
   const auto outcome =
       run_group(size, "links-" + std::to_string(size) + algorithm, algorithm, 30000,
                 [&](int rank, Communicator& comm) {
-                  CheckedComm checked{comm};
+                  testing::CheckedComm checked{comm};
                   std::string e = testing::check_allreduce(rank, size, checked);
                   return e.empty() ? testing::run_all_collectives(rank, size, checked) : e;
                 });

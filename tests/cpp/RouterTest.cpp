@@ -183,6 +183,28 @@ TEST(Router, APlanIsItsStepsWithTheAlgorithmEachHandsDown) {
   EXPECT_THROW(router.plan(PlanKind::kLeader, Collective::kAllGather, 64), std::invalid_argument);
 }
 
+TEST(Router, AForcedInHostAlgorithmNamesTheOneHostAllReduceAndPricesItByTheTable) {
+  RouterOptions ring;
+  ring.forced_intra_algorithm = "ring";
+  const Router router(kOneHost, CostModel{}, ring);
+  const Plan plan = router.choose(Collective::kAllReduce, 1 << 20);
+  EXPECT_EQ(plan.describe(), "all_reduce@group:ring");
+  // Priced as the table's ring among the host's ranks over the in-host link.
+  const AlgorithmEntry* entry = find_algorithm("ring", "all_reduce", AlgorithmHome::kLinks);
+  ASSERT_NE(entry, nullptr);
+  const int ranks = static_cast<int>(kOneHost.host_of_rank.size());
+  EXPECT_NEAR(plan.predicted_us,
+              entry->allreduce_seconds(ranks, 1 << 20, 1, CostModel{}.intra) * 1e6, 1e-6);
+  // Other ops keep the transport's own collectives.
+  EXPECT_EQ(router.choose(Collective::kAllGather, 64).describe(), "all_gather@group");
+  RouterOptions direct;
+  direct.forced_intra_algorithm = "direct";
+  EXPECT_EQ(Router(kOneHost, CostModel{}, direct).choose(Collective::kAllReduce, 64).describe(),
+            "all_reduce@group:direct");
+  EXPECT_EQ(Router(kOneHost, CostModel{}, {}).choose(Collective::kAllReduce, 64).describe(),
+            "all_reduce@group");
+}
+
 TEST(Router, CostStringsParseOrNameTheVariable) {
   const LinkCost cost = parse_link_cost("DOMINO_COST_INTER", "25,1.5");
   EXPECT_DOUBLE_EQ(cost.latency_us, 25);

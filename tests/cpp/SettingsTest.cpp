@@ -12,7 +12,7 @@ TEST(Settings, EmptyEnvironmentGivesDefaults) {
   const ParsedSettings parsed = parse_settings({});
   EXPECT_TRUE(parsed.warnings.empty());
   EXPECT_EQ(parsed.settings.intra_transport, "auto");
-  EXPECT_EQ(parsed.settings.algorithm, IntraAlgorithm::kAuto);
+  EXPECT_EQ(parsed.settings.intra_algorithm, "");
   EXPECT_EQ(parsed.settings.shm_bytes, 0u);
 }
 
@@ -113,9 +113,16 @@ TEST(Settings, AlgoTakesOnePlanOneInterAlgorithmAndOneSharedMemoryAlgorithm) {
   const Settings s = parse_settings({{"DOMINO_ALGO", "hierarchical,Rabenseifner,direct"}}).settings;
   EXPECT_EQ(s.plan, "hierarchical");
   EXPECT_EQ(s.inter_algorithm, "rabenseifner");
-  EXPECT_EQ(s.algorithm, IntraAlgorithm::kDirect);
+  EXPECT_EQ(s.intra_algorithm, "direct");
   EXPECT_EQ(parse_settings({{"DOMINO_ALGO", "auto"}}).settings.plan, "auto");
-  for (const char* bad : {"ring,rabenseifner", "flat,leader", "auto,ring", "hierarchical,", "x"}) {
+  // intra: runs a links algorithm inside the host; the inter-host one stays separate.
+  const Settings both =
+      parse_settings({{"DOMINO_ALGO", "flat,ring,intra:Recursive_Doubling"}}).settings;
+  EXPECT_EQ(both.inter_algorithm, "ring");
+  EXPECT_EQ(both.intra_algorithm, "recursive_doubling");
+  EXPECT_EQ(parse_settings({{"DOMINO_ALGO", "intra:rsag"}}).settings.intra_algorithm, "rsag");
+  for (const char* bad : {"ring,rabenseifner", "flat,leader", "auto,ring", "hierarchical,", "x",
+                          "intra:ring,direct", "intra:flat", "intra:bogus", "intra:"}) {
     EXPECT_THROW(parse_settings({{"DOMINO_ALGO", bad}}), ConfigError) << bad;
   }
 }
@@ -157,7 +164,7 @@ TEST(WireSettings, RankZerosValuesReplaceOwnAndEachDifferenceIsNamed) {
   EXPECT_NE(adopted.differences[1].find("DOMINO_CHUNK_BYTES is '64K' on rank 3 but unset"),
             std::string::npos)
       << adopted.differences[1];
-  EXPECT_EQ(parse_settings(adopted.env).settings.algorithm, IntraAlgorithm::kDirect);
+  EXPECT_EQ(parse_settings(adopted.env).settings.intra_algorithm, "direct");
 }
 
 TEST(WireSettings, AgreeingRanksSeeNoDifference) {

@@ -90,6 +90,17 @@ def test_the_algorithm_table_lists_what_the_router_may_hand_down():
     assert modeled == {"ring", "recursive_doubling", "rabenseifner"}
 
 
+@pytest.mark.parametrize("algo", ["intra:ring", "intra:recursive_doubling", "intra:rabenseifner",
+                                  "rsag"])
+def test_an_in_host_algorithm_from_the_table_runs_on_shared_memory_and_is_reported(algo):
+    # intra:<name> runs the table's all-reduce over shared memory's links; the report names it.
+    name = algo.removeprefix("intra:")
+    for value in assert_all_ok(run_ranks(3, "in_host_algorithm", env={"DOMINO_ALGO": algo})):
+        assert value["failures"] == []
+        assert value["steps"] == {"8": f"all_reduce@group:{name}",
+                                  str(16 << 20): f"all_reduce@group:{name}"}
+
+
 def test_ranks_spread_over_the_numa_nodes_of_a_two_socket_host():
     env = {"DOMINO_TOPO_FILE": str(FIXTURES / "two-socket-server.xml")}
     views = assert_all_ok(run_ranks(4, "topology_view", env=env))

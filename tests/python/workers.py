@@ -439,3 +439,28 @@ def wait_with_timeout(rank: int, world: int) -> dict:
             timed_out = str(e)
     work.wait()
     return {"timed_out": timed_out, "value": tensor.tolist(), "completed": work.is_completed()}
+
+
+def in_host_algorithm(rank: int, world: int) -> dict:
+    """All-reduces on one host under whatever DOMINO_ALGO names, checked exactly, and the plan
+    steps the report gives for them."""
+    import torch_domino
+
+    expected_scale = world * (world + 1) / 2
+    failures = []
+    for n in (0, 1, 1000, 70_000, 3_000_000):  # around and far beyond one 128 KiB ring
+        t = torch.arange(n, dtype=torch.float32) * (rank + 1)
+        dist.all_reduce(t)
+        if not torch.equal(t, torch.arange(n, dtype=torch.float32) * expected_scale):
+            failures.append(f"float32 sum of {n}")
+    ints = torch.full((4097,), rank - 1, dtype=torch.int64)
+    dist.all_reduce(ints, op=dist.ReduceOp.MAX)
+    if ints.tolist() != [world - 2] * 4097:
+        failures.append("int64 max")
+    halves = torch.full((300_000,), float(rank), dtype=torch.bfloat16)
+    dist.all_reduce(halves, op=dist.ReduceOp.AVG)
+    if not torch.equal(halves, torch.full_like(halves, (world - 1) / 2)):
+        failures.append("bfloat16 avg")
+    view = torch_domino.topology(sizes=[8, 16 << 20])
+    steps = {p["bytes"]: p["steps"] for p in view["routing"]["plans"] if p["op"] == "all_reduce"}
+    return {"failures": failures, "steps": {str(k): v for k, v in steps.items()}}
