@@ -3,6 +3,8 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cstddef>
+#include <cstring>
 #include <filesystem>
 
 #include "plugins/common/TransportError.h"
@@ -17,6 +19,26 @@ namespace domino {
 namespace {
 constexpr const char* kPrefix = "libdomino-plugin-";
 constexpr const char* kSuffix = ".so";
+
+// The table's bytes a plugin built for `version` has: each version appended entries, and the
+// communicator config has kept its layout since kOldestAbi.
+size_t table_bytes(uint32_t version) {
+  switch (version) {
+    case 3:
+      return offsetof(domino_plugin_t, comm_set_timeout);
+    case 4:
+      return offsetof(domino_plugin_t, link_send);
+    case 5:
+      return offsetof(domino_plugin_t, allreduce_with);
+    default:
+      return sizeof(domino_plugin_t);
+  }
+}
+
+std::string versions_spoken() {
+  return std::to_string(PluginRegistry::kOldestAbi) + " to " +
+         std::to_string(DOMINO_PLUGIN_ABI_VERSION);
+}
 
 [[noreturn]] void reject(const std::string& origin, const std::string& why) {
   throw TransportError(DOMINO_ERR_INVALID,
@@ -61,20 +83,37 @@ void PluginRegistry::load_library(const std::string& path) {
     dlclose(handle);
     reject(path, std::string("it does not export ") + DOMINO_PLUGIN_INIT_SYMBOL);
   }
-  const domino_plugin_t* plugin = init(DOMINO_PLUGIN_ABI_VERSION);
+  // Newest first: a plugin built before the last bump still serves the version it knows.
+  const domino_plugin_t* plugin = nullptr;
+  for (uint32_t v = DOMINO_PLUGIN_ABI_VERSION; v >= kOldestAbi && plugin == nullptr; --v) {
+    plugin = init(v);
+  }
   if (plugin == nullptr) {
     dlclose(handle);
-    reject(path, "it cannot serve plugin ABI version " + std::to_string(DOMINO_PLUGIN_ABI_VERSION));
+    reject(path, "it serves none of the plugin ABI versions " + versions_spoken());
   }
+  check_version(plugin, path);
   libraries_.push_back(handle);
+  if (plugin->abi_version != DOMINO_PLUGIN_ABI_VERSION) {
+    // Only the entries its version has are read; the later ones stay NULL (not offered).
+    auto full = std::make_unique<domino_plugin_t>();
+    std::memset(full.get(), 0, sizeof(domino_plugin_t));
+    std::memcpy(full.get(), plugin, table_bytes(plugin->abi_version));
+    plugin = full.get();
+    upgraded_.push_back(std::move(full));
+  }
   add(plugin, path);
 }
 
-void PluginRegistry::add(const domino_plugin_t* plugin, const std::string& origin) {
-  if (plugin->abi_version != DOMINO_PLUGIN_ABI_VERSION) {
+void PluginRegistry::check_version(const domino_plugin_t* plugin, const std::string& origin) {
+  if (plugin->abi_version < kOldestAbi || plugin->abi_version > DOMINO_PLUGIN_ABI_VERSION) {
     reject(origin, "it was built for ABI version " + std::to_string(plugin->abi_version) +
-                       ", this backend speaks " + std::to_string(DOMINO_PLUGIN_ABI_VERSION));
+                       ", this backend speaks " + versions_spoken());
   }
+}
+
+void PluginRegistry::add(const domino_plugin_t* plugin, const std::string& origin) {
+  check_version(plugin, origin);
   if (plugin->name == nullptr || plugin->name[0] == '\0') reject(origin, "it has no name");
   if (plugin->comm_create == nullptr || plugin->comm_destroy == nullptr) {
     reject(origin, "it lacks comm_create or comm_destroy");

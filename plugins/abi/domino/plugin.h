@@ -1,6 +1,9 @@
 /* The transport plugin ABI: plain C so that a plugin built by another compiler, or years later,
  * still loads. Built-in transports register through this same table. Bump
- * DOMINO_PLUGIN_ABI_VERSION on any incompatible change; the loader refuses other versions. */
+ * DOMINO_PLUGIN_ABI_VERSION on any change. Entries are only ever appended, so the loader asks a
+ * plugin's init for the newest version first, then each older one down to 3, and reads an older
+ * plugin's table only up to its version's last entry (the later ones count as NULL); it refuses
+ * plugins older than 3 or newer than this header. */
 #ifndef DOMINO_PLUGIN_H
 #define DOMINO_PLUGIN_H
 
