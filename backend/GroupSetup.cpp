@@ -173,8 +173,7 @@ topology::Router ProcessGroupDomino::agree_on_routing(const std::string& host_li
   options.forced_inter_algorithm = settings_.inter_algorithm;
   options.inter_runs_table = inter_runs_table;
   // A links algorithm inside the host needs a transport that runs names or has links (shared
-  // memory has); shared memory's own names reach it at creation, and other transports ignore
-  // them.
+  // memory has); shared memory's own names reach it at creation (comm_config), not per call.
   options.forced_intra_algorithm = settings_.intra_algorithm;
   const bool intra_links = topology::find_algorithm(settings_.intra_algorithm, "all_reduce",
                                                     topology::AlgorithmHome::kLinks) != nullptr;

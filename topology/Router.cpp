@@ -148,16 +148,19 @@ double Router::predict(PlanKind kind, Collective op, double n, std::vector<Step>
     return in_host + cross + in_host + wakeup;
   }
   if (kind == PlanKind::kFlatIntra) {
-    const std::string& forced = options_.forced_intra_algorithm;
-    steps->push_back({Level::kGroup, false, op, op == Collective::kAllReduce ? forced : ""});
+    // Only a links algorithm is handed down; shared memory's own (direct, rsag) reach it at
+    // creation, and any other transport keeps its own all-reduce.
+    const AlgorithmEntry* links =
+        op == Collective::kAllReduce
+            ? find_algorithm(options_.forced_intra_algorithm, "all_reduce", AlgorithmHome::kLinks)
+            : nullptr;
+    steps->push_back({Level::kGroup, false, op, links != nullptr ? std::string(links->name) : ""});
     switch (op) {
-      case Collective::kAllReduce: {
-        const AlgorithmEntry* links = find_algorithm(forced, "all_reduce", AlgorithmHome::kLinks);
+      case Collective::kAllReduce:
         if (links != nullptr && links->allreduce_seconds != nullptr && p > 1) {
           return links->allreduce_seconds(p, n, 1, s);
         }
         return 2 * intra_part(p, n);
-      }
       case Collective::kAllGather:
       case Collective::kReduceScatter:
         return intra_part(p, n * p);

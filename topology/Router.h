@@ -32,8 +32,8 @@ namespace domino::topology {
 struct RouterOptions {
   std::optional<PlanKind> forced_plan;  // DOMINO_ALGO=flat|hierarchical|leader
   std::string forced_inter_algorithm;   // DOMINO_ALGO=ring|recursive_doubling|rabenseifner
-  // DOMINO_ALGO=direct|rsag|intra:<links all-reduce>: what a one-host all-reduce step runs,
-  // handed to the intra-host transport with each call; empty: its own choice.
+  // DOMINO_ALGO=intra:<links all-reduce>: what a one-host all-reduce step runs, handed to the
+  // intra-host transport with each call; empty, or shared memory's own names: its own choice.
   std::string forced_intra_algorithm;
   // Hierarchical all-reduces, all-gathers and reduce-scatters in host memory go through their
   // steps in chunks of about this many bytes of the whole message, pipelined so the link never

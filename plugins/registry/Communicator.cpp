@@ -148,8 +148,11 @@ void Communicator::allreduce(const domino_buffer_t& send, domino_buffer_t& recv,
   if (!by_name && native(plugin_->allreduce, "allreduce", recv, &send, &recv, op)) return;
   const size_t bytes = recv.count * dtype_size(recv.dtype);
   if (send.ptr != recv.ptr && bytes > 0) std::memcpy(recv.ptr, send.ptr, bytes);
+  // A name no links algorithm has (a transport's own, as shared memory's "direct") is no choice.
+  const std::string_view handed_down =
+      algorithms::find_allreduce(algorithm) != nullptr ? algorithm : std::string_view();
   const std::string_view chosen = algorithms::resolve_allreduce_algorithm(
-      algorithm, links_allreduce_, bytes, size_, small_message_bytes_);
+      handed_down, links_allreduce_, bytes, size_, small_message_bytes_);
   PluginLinks l = links("allreduce");
   algorithms::run_allreduce(l, chosen, recv.ptr, recv.count, recv.dtype, op);
 }

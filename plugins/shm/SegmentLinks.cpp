@@ -118,13 +118,11 @@ bool SegmentLinks::read_some(int peer, Message& m) {
 
 void SegmentLinks::fail_length(int peer, const Message& m) {
   // The streams are out of step from here on, so the whole group stops.
-  const std::string message =
-      where() + ": rank " + std::to_string(peer) + " sent a message of " +
-      std::to_string(m.length) + " bytes where this rank expected " + std::to_string(m.bytes) +
-      ". The ranks ran different collectives; destroy the process group and create a new one.";
-  drop();
-  health_->mark_broken("rank " + std::to_string(rank_) + ": " + message);
-  throw TransportError(DOMINO_ERR_PEER, message);
+  fail(DOMINO_ERR_PEER,
+       where() + ": rank " + std::to_string(peer) + " sent a message of " +
+           std::to_string(m.length) + " bytes where this rank expected " + std::to_string(m.bytes) +
+           ". The ranks ran different collectives (different sizes); destroy the process group "
+           "and create a new one.");
 }
 
 bool SegmentLinks::can_move() const {
@@ -145,11 +143,58 @@ bool SegmentLinks::can_move() const {
   return false;
 }
 
+std::string SegmentLinks::pending() const {
+  std::string list;
+  for (int p = 0; p < size_; ++p) {
+    const auto peer = static_cast<size_t>(p);
+    auto describe = [&](const std::deque<Message>& queue, const char* direction) {
+      if (queue.empty()) return;
+      const Message& m = queue.front();
+      list += std::string(list.empty() ? "" : "; ") + direction + " rank " + std::to_string(p) +
+              ": " + std::to_string(m.done > kLengthBytes ? m.done - kLengthBytes : 0) + " of " +
+              std::to_string(m.bytes) + " bytes" +
+              (queue.size() > 1 ? " (+" + std::to_string(queue.size() - 1) + " more)" : "");
+    };
+    describe(recvs_[peer], "from");
+    describe(sends_[peer], "to");
+  }
+  return list;
+}
+
+void SegmentLinks::check_peers(Deadline until, std::chrono::steady_clock::time_point now) {
+  health_->throw_if_broken(kWhat);
+  for (int p = 0; p < size_; ++p) {
+    const auto peer = static_cast<size_t>(p);
+    if (sends_[peer].empty() && recvs_[peer].empty()) continue;
+    const int32_t pid = ranks_[p].pid.load();
+    if (!process_alive(pid)) {
+      fail(DOMINO_ERR_PEER, where() + ": rank " + std::to_string(p) + " (pid " +
+                                std::to_string(pid) +
+                                ") exited. The group cannot continue; destroy it and restart the "
+                                "job.");
+    }
+  }
+  if (now >= until) {
+    fail(DOMINO_ERR_TIMEOUT,
+         where() + " timed out after " + std::to_string(timeout_.load().count()) +
+             " ms with messages pending (" + pending() +
+             "). Check that every rank issues the same collectives in the same order, or raise "
+             "the group's timeout.");
+  }
+}
+
+void SegmentLinks::fail(domino_status_t status, const std::string& message) {
+  drop();
+  health_->mark_broken("rank " + std::to_string(rank_) + ": " + message);
+  throw TransportError(status, message);
+}
+
 void SegmentLinks::wait() {
   const Deadline until = std::chrono::steady_clock::now() + timeout_.load();
   try {
+    health_->throw_if_broken(kWhat);  // a peer gave up: its half of the messages never comes
     while (true) {
-      bool pending = false;
+      bool waiting = false;
       bool moved = false;
       for (int p = 0; p < size_; ++p) {
         auto& sends = sends_[static_cast<size_t>(p)];
@@ -164,20 +209,13 @@ void SegmentLinks::wait() {
           if (recvs.front().done < kLengthBytes + recvs.front().bytes) break;
           recvs.pop_front();
         }
-        pending = pending || !sends.empty() || !recvs.empty();
+        waiting = waiting || !sends.empty() || !recvs.empty();
       }
-      if (!pending) return;
+      if (!waiting) return;
       if (moved) continue;
-      wait_for([&] { return can_move(); }, ranks_[rank_].mailbox, spinning_pays(2),
-               [&](std::chrono::steady_clock::time_point now) {
-                 // Name the first peer this rank still waits for, dead or late.
-                 for (int p = 0; p < size_; ++p) {
-                   const auto peer = static_cast<size_t>(p);
-                   if (!sends_[peer].empty() || !recvs_[peer].empty()) {
-                     health_->check_health(now, until, kWhat, p);
-                   }
-                 }
-               });
+      // Every rank of the group waits in a collective at once: spin only if all have a core.
+      wait_for([&] { return can_move(); }, ranks_[rank_].mailbox, spinning_pays(size_),
+               [&](std::chrono::steady_clock::time_point now) { check_peers(until, now); });
     }
   } catch (...) {
     drop();

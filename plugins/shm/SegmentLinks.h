@@ -51,6 +51,11 @@ class SegmentLinks final : public algorithms::PeerLinks {
   bool write_some(int peer, Message& m);
   bool read_some(int peer, Message& m);
   bool can_move() const;
+  // Throws, marking the group broken, for a dead peer this rank waits on or the deadline.
+  void check_peers(Deadline until, std::chrono::steady_clock::time_point now);
+  // "from rank 1: 0 of 4096 bytes; to rank 2: ..." for each peer with messages left.
+  std::string pending() const;
+  [[noreturn]] void fail(domino_status_t status, const std::string& message);
   void check_peer(int peer, const char* what) const;
   [[noreturn]] void fail_length(int peer, const Message& m);
 

@@ -17,6 +17,9 @@ void ShmCommunicator::on_links(Call&& call) {
     }
     links_->drop();
     throw;
+  } catch (...) {
+    links_->drop();  // the ABI: any failed link call drops what was posted
+    throw;
   }
 }
 
@@ -37,6 +40,8 @@ void ShmCommunicator::link_recv(void* data, size_t bytes, int peer) {
 void ShmCommunicator::link_wait() {
   on_links([&] {
     check_usable("link_wait");
+    // A step boundary of the algorithm: a higher-priority op of this process may go first.
+    yield_to_priority(deadline());
     links_->wait();
   });
 }

@@ -197,10 +197,16 @@ TEST(Router, AForcedInHostAlgorithmNamesTheOneHostAllReduceAndPricesItByTheTable
               entry->allreduce_seconds(ranks, 1 << 20, 1, CostModel{}.intra) * 1e6, 1e-6);
   // Other ops keep the transport's own collectives.
   EXPECT_EQ(router.choose(Collective::kAllGather, 64).describe(), "all_gather@group");
+  // Shared memory's own names reach it at creation, not per call: any other transport keeps its
+  // own all-reduce.
   RouterOptions direct;
   direct.forced_intra_algorithm = "direct";
   EXPECT_EQ(Router(kOneHost, CostModel{}, direct).choose(Collective::kAllReduce, 64).describe(),
-            "all_reduce@group:direct");
+            "all_reduce@group");
+  // Across hosts the in-host steps are reduce-scatter and all-gather: nothing changes.
+  EXPECT_EQ(
+      Router(kTwoByTwo, CostModel{}, ring).choose(Collective::kAllReduce, 16u << 20).describe(),
+      Router(kTwoByTwo, CostModel{}, {}).choose(Collective::kAllReduce, 16u << 20).describe());
   EXPECT_EQ(Router(kOneHost, CostModel{}, {}).choose(Collective::kAllReduce, 64).describe(),
             "all_reduce@group");
 }

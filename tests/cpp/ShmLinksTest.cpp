@@ -6,10 +6,13 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -17,6 +20,7 @@
 
 #include "plugins/common/TransportError.h"
 #include "plugins/registry/Communicator.h"
+#include "plugins/shm/SegmentLinks.h"
 #include "plugins/shm/ShmPlugin.h"
 #include "support/CheckedComm.h"
 #include "support/CollectiveChecks.h"
@@ -41,6 +45,21 @@ const domino_plugin_t* shm_links_only() {
     t.scatter = nullptr;
     t.alltoall = nullptr;
     t.allreduce_with = nullptr;
+    return t;
+  }();
+  return &table;
+}
+
+// The shm plugin with link_wait counted (per process), to tell the links from the fused paths.
+int link_waits = 0;
+const domino_plugin_t* shm_counted() {
+  static const domino_plugin_t table = [] {
+    domino_plugin_t t = *domino_shm_plugin();
+    t.name = "shm-counted";
+    t.link_wait = [](domino_comm_t* comm, char* err, size_t n) {
+      ++link_waits;
+      return domino_shm_plugin()->link_wait(comm, err, n);
+    };
     return t;
   }();
   return &table;
@@ -111,7 +130,7 @@ INSTANTIATE_TEST_SUITE_P(WorldSizesAndAlgorithms, ShmLinksCollectives,
 // same rank sends to one peer and receives from another.
 TEST(ShmLinks, EachAlgorithmHandedDownRunsOverTheLinksAndMatchesTheFusedPath) {
   expect_all_passed(
-      run_registry(domino_shm_plugin(), 3, nullptr, 30000, [](int rank, Communicator& comm) {
+      run_registry(shm_counted(), 3, nullptr, 30000, [](int rank, Communicator& comm) {
         for (const char* name : {"ring", "recursive_doubling", "rabenseifner"}) {
           for (size_t n : {size_t{0}, size_t{1}, size_t{1000}, size_t{70000}, size_t{1} << 20}) {
             std::vector<float> data(n), fused(n);
@@ -121,8 +140,16 @@ TEST(ShmLinks, EachAlgorithmHandedDownRunsOverTheLinksAndMatchesTheFusedPath) {
             fused = data;
             domino_buffer_t d{data.data(), n, DOMINO_FLOAT32, -1};
             domino_buffer_t f{fused.data(), n, DOMINO_FLOAT32, -1};
+            const int before = link_waits;
             comm.allreduce(d, d, DOMINO_SUM, name);
+            const int named = link_waits;
             comm.allreduce(f, f, DOMINO_SUM);
+            // The named call ran over the links, the other on the fused path.
+            if (named == before || link_waits != named) {
+              return std::string(name) + " at " + std::to_string(n) +
+                     " elements: " + std::to_string(named - before) + " link waits named, " +
+                     std::to_string(link_waits - named) + " unnamed";
+            }
             // Integers in float: every summation order gives the same bits.
             if (std::memcmp(data.data(), fused.data(), n * sizeof(float)) != 0) {
               return std::string(name) + " differs from the fused all-reduce at " +
@@ -217,6 +244,94 @@ TEST(ShmLinks, APeerThatNeverCallsIsNamedWithinTheTimeout) {
     EXPECT_NE(said.find("timed out"), std::string::npos) << said;
     EXPECT_NE(said.find("rank 1"), std::string::npos) << said;
   }
+}
+
+// Two SegmentLinks over one segment in this process's memory, a thread each: several messages
+// to one peer in one wait (empty ones, ones larger than the ring) arrive in order and whole, and
+// a receive of the wrong size fails before writing anything into its buffer.
+struct LocalSegment {
+  static constexpr size_t kRing = 4096;
+  std::vector<std::byte> memory;
+  shm::SegmentHeader* header;
+  explicit LocalSegment(int size) {
+    const size_t channels = static_cast<size_t>(size) * static_cast<size_t>(size);
+    const size_t offset = shm::control_bytes(size);
+    memory.resize(offset + channels * shm::channel_stride(kRing) + shm::kPage);
+    void* base = memory.data();
+    size_t space = memory.size();
+    base = std::align(shm::kPage, memory.size() - shm::kPage, base, space);
+    header = new (base) shm::SegmentHeader();
+    header->size = size;
+    header->channel_bytes = kRing;
+    header->channel_offset = offset;
+    header->link_offset = offset;
+    for (int r = 0; r < size; ++r) {
+      new (&shm::rank_controls(header)[r]) shm::RankControl();
+      shm::rank_controls(header)[r].pid.store(static_cast<int32_t>(getpid()));
+    }
+    for (int from = 0; from < size; ++from) {
+      for (int to = 0; to < size; ++to)
+        new (shm::channel_at(header, offset, from, to)) shm::ChannelControl();
+    }
+  }
+};
+
+TEST(SegmentLinks, SeveralMessagesToOnePeerInOneWaitArriveInOrderAndWhole) {
+  LocalSegment segment(2);
+  shm::GroupBarrier health0(segment.header, 0, 2, "local"), health1(segment.header, 1, 2, "local");
+  shm::SegmentLinks a(segment.header, 0, 2, &health0, "local", std::chrono::seconds(10));
+  shm::SegmentLinks b(segment.header, 1, 2, &health1, "local", std::chrono::seconds(10));
+  const std::vector<size_t> sizes = {0, 200 * 1024, 1, 300 * 1024, 0, 17};
+  std::vector<std::vector<char>> out, in;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    out.emplace_back(sizes[i]);
+    for (size_t j = 0; j < sizes[i]; ++j) out[i][j] = static_cast<char>(i * 31 + j * 7);
+    in.emplace_back(sizes[i] + 64, '\x5a');  // 64 guard bytes after each
+  }
+  std::thread receiver([&] {
+    for (size_t i = 0; i < sizes.size(); ++i) b.post_recv(0, in[i].data(), sizes[i]);
+    b.post_send(0, out[1].data(), sizes[1]);  // and a message back, in the same wait
+    b.wait();
+  });
+  std::vector<char> back(sizes[1]);
+  for (size_t i = 0; i < sizes.size(); ++i) a.post_send(1, out[i].data(), sizes[i]);
+  a.post_recv(1, back.data(), back.size());
+  a.wait();
+  receiver.join();
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    EXPECT_TRUE(std::equal(out[i].begin(), out[i].end(), in[i].begin())) << "message " << i;
+    EXPECT_TRUE(std::all_of(in[i].begin() + static_cast<long>(sizes[i]), in[i].end(),
+                            [](char c) { return c == '\x5a'; }))
+        << "message " << i << " wrote past its buffer";
+  }
+  EXPECT_EQ(back, out[1]);
+}
+
+TEST(SegmentLinks, AReceiveOfTheWrongSizeFailsBeforeTouchingItsBuffer) {
+  LocalSegment segment(2);
+  shm::GroupBarrier health0(segment.header, 0, 2, "local"), health1(segment.header, 1, 2, "local");
+  shm::SegmentLinks a(segment.header, 0, 2, &health0, "local", std::chrono::seconds(10));
+  shm::SegmentLinks b(segment.header, 1, 2, &health1, "local", std::chrono::seconds(10));
+  std::vector<char> message(1000, 'm'), small(600, 'g');
+  std::string said;
+  std::thread receiver([&] {
+    b.post_recv(0, small.data(), 500);  // the last 100 bytes are guards
+    try {
+      b.wait();
+    } catch (const TransportError& e) {
+      said = e.what();
+    }
+  });
+  a.post_send(1, message.data(), message.size());
+  try {
+    a.wait();  // the receiver stops reading: the sender is told the group broke
+  } catch (const TransportError&) {
+  }
+  receiver.join();
+  EXPECT_NE(said.find("sent a message of 1000 bytes where this rank expected 500"),
+            std::string::npos)
+      << said;
+  EXPECT_TRUE(std::all_of(small.begin(), small.end(), [](char c) { return c == 'g'; }));
 }
 
 }  // namespace

@@ -90,8 +90,7 @@ def test_the_algorithm_table_lists_what_the_router_may_hand_down():
     assert modeled == {"ring", "recursive_doubling", "rabenseifner"}
 
 
-@pytest.mark.parametrize("algo", ["intra:ring", "intra:recursive_doubling", "intra:rabenseifner",
-                                  "rsag"])
+@pytest.mark.parametrize("algo", ["intra:ring", "intra:recursive_doubling", "intra:rabenseifner"])
 def test_an_in_host_algorithm_from_the_table_runs_on_shared_memory_and_is_reported(algo):
     # intra:<name> runs the table's all-reduce over shared memory's links; the report names it.
     name = algo.removeprefix("intra:")
