@@ -39,9 +39,6 @@ namespace {
 constexpr uint64_t kDirectOnlyBytes = ~0ull;
 
 constexpr uint64_t kAlwaysChunked = 1;
-// Niceness of the low lane's thread: on contended cores it yields most of its share to the
-// threads issuing high-priority work, without starving (measured with bench --suite priority).
-constexpr int kLowLaneNice = 10;
 
 std::exception_ptr as_backend_error(const std::string& message) {
   try {
@@ -169,12 +166,7 @@ ProcessGroupDomino::ProcessGroupDomino(const c10::intrusive_ptr<c10d::Store>& st
     C10_THROW_ERROR(DistBackendError,
                     std::string("domino: init of ") + label() + " failed: " + e.what());
   }
-  for (int lane = 0; lane < kLanes; ++lane) {
-    lanes_[static_cast<size_t>(lane)] = std::make_unique<ProgressLane>(
-        static_cast<Priority>(lane) == Priority::kLow ? kLowLaneNice : 0, binding_.cpus);
-  }
-  send_lane_ = std::make_unique<ProgressLane>(0, binding_.cpus);
-  recv_lane_ = std::make_unique<ProgressLane>(0, binding_.cpus);
+  lanes_.start(binding_.cpus);
   log_line(LogLevel::kInfo, rank,
            label() + " ready: " + std::to_string(layout_.hosts.size()) + " host(s) (" + hosts +
                "), intra-host transport " + plugin_->name + ", inter-host transport " +
@@ -186,9 +178,7 @@ ProcessGroupDomino::~ProcessGroupDomino() {
 }
 
 void ProcessGroupDomino::shutdown() {
-  for (auto& lane : lanes_) lane.reset();
-  send_lane_.reset();
-  recv_lane_.reset();
+  lanes_.stop();
   watchdog_.reset();  // before the communicators it may abort
   {
     std::lock_guard<std::mutex> lock(timeout_mutex_);  // a setTimeout may be walking them
@@ -215,13 +205,6 @@ const char* ProcessGroupDomino::inter_transport() const {
                                                                       : "none";
 }
 
-bool ProcessGroupDomino::higher_priority_pending(int lane) const {
-  for (int higher = 0; higher < lane; ++higher) {
-    if (pending_[static_cast<size_t>(higher)].load(std::memory_order_relaxed) > 0) return true;
-  }
-  return false;
-}
-
 domino_comm_config_t ProcessGroupDomino::comm_config(const std::vector<int>& members,
                                                      const std::string& name,
                                                      const StoreBootstrap& bootstrap,
@@ -244,7 +227,6 @@ RoutedComm& ProcessGroupDomino::communicator(int lane) {
   LaneComm& slot = comms_[static_cast<size_t>(lane)];
   if (slot.comm) return *slot.comm;
   const Priority priority = static_cast<Priority>(lane);
-  if (lane > 0) pause_contexts_[static_cast<size_t>(lane)] = {this, lane};
   auto make = [&](const RoutedComm::Spec& spec) {
     const std::string scope = std::string("domino/") + priority_name(priority) + "/" +
                               (spec.name.empty() ? "" : spec.name + "/");
@@ -268,18 +250,11 @@ RoutedComm& ProcessGroupDomino::communicator(int lane) {
                                                                          : 0;
       config.single_copy = settings_.single_copy ? 0 : -1;
     }
-    if (lane > 0) {
-      config.should_pause = [](void* context) -> int {
-        auto* self = static_cast<std::pair<ProcessGroupDomino*, int>*>(context);
-        return self->first->higher_priority_pending(self->second) ? 1 : 0;
-      };
-      config.pause_context = &pause_contexts_[static_cast<size_t>(lane)];
-    }
+    lanes_.pause_for_higher(lane, config);
     return std::make_unique<Communicator>(spec.inter ? inter_plugin_ : plugin_, config);
   };
   // The hierarchical all-reduce's rail thread runs where the lane's thread does, as nice.
-  const ThreadPlacement placement{static_cast<Priority>(lane) == Priority::kLow ? kLowLaneNice : 0,
-                                  binding_.cpus};
+  const ThreadPlacement placement = LaneSet::placement(lane, binding_.cpus);
   auto made = std::make_unique<RoutedComm>(*router_, rank_, make, nullptr, placement);
   // setTimeout may have run while the communicators were made; it sees them from here on.
   std::lock_guard<std::mutex> lock(timeout_mutex_);
@@ -299,9 +274,7 @@ std::string ProcessGroupDomino::where(const char* op) const {
 }
 
 std::array<uint64_t, 3> ProcessGroupDomino::issued_per_lane() const {
-  std::array<uint64_t, 3> counts{};
-  for (size_t lane = 0; lane < counts.size(); ++lane) counts[lane] = issued_[lane].load();
-  return counts;
+  return lanes_.issued();
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
@@ -316,14 +289,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
   const int lane_index = route == Route::kCollective
                              ? static_cast<int>(current_priority().value_or(default_priority_))
                              : static_cast<int>(Priority::kNormal);
-  ProgressLane* lane = route == Route::kSend   ? send_lane_.get()
-                       : route == Route::kRecv ? recv_lane_.get()
-                                               : lanes_[static_cast<size_t>(lane_index)].get();
+  ProgressLane* lane = lanes_.lane(route, lane_index);
   TORCH_CHECK(lane != nullptr, where(op), ": the process group was shut down");
   auto work = c10::make_intrusive<Work>(rank_, type, std::move(tensors.outputs));
   ++sequence_;
-  std::atomic<int>* pending =
-      route == Route::kCollective ? &pending_[static_cast<size_t>(lane_index)] : nullptr;
+  const bool counted = route == Route::kCollective;
   std::optional<DeviceIssue> on_device;
   if (device) {
     work->set_device(*device, settings_.blocking_wait, timeout(), device_health_);
@@ -344,7 +314,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
     profiler =
         ProfilerContext{at::get_record_function_tls_(), c10::ThreadLocalDebugInfo::current()};
   }
-  auto job = [this, work, body = std::move(body), lane_index, pending, group_timeout = timeout(),
+  auto job = [this, work, body = std::move(body), lane_index, counted, group_timeout = timeout(),
               on_device = std::move(on_device), profiler = std::move(profiler), op,
               inputs = profiling ? std::move(tensors.inputs) : std::vector<at::Tensor>{}] {
     std::optional<ProfilerContextGuard> profiled;
@@ -364,12 +334,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
     } catch (const std::exception& e) {
       work->fail(job_error(e, group_timeout));
     }
-    if (pending != nullptr) pending->fetch_sub(1);
+    if (counted) lanes_.finished(lane_index);
   };
-  if (pending != nullptr) {
-    pending->fetch_add(1);
-    issued_[static_cast<size_t>(lane_index)].fetch_add(1, std::memory_order_relaxed);
-  }
+  if (counted) lanes_.queued(lane_index);
   const uint64_t ticket = lane->submit(std::move(job), /*wake=*/!blocking);
   // The lane drains before it is destroyed, so a work still waiting always finds it alive.
   work->set_run_now([lane, ticket] { return lane->run_now(ticket); }, [lane] { lane->wake(); });

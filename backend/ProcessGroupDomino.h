@@ -24,6 +24,7 @@
 #include "Work.h"
 #include "config/Settings.h"
 #include "domino/plugin.h"
+#include "engine/LaneSet.h"
 #include "topology/Binding.h"
 #include "topology/GroupLayout.h"
 #include "topology/HostTopology.h"
@@ -38,7 +39,6 @@ class DeviceRuntime;
 class DeviceWatchdog;
 class PluginRegistry;
 class RoutedComm;
-class ProgressLane;
 class StoreBootstrap;
 class Work;
 
@@ -209,11 +209,10 @@ class ProcessGroupDomino : public c10d::Backend {
   std::vector<CommStream> comm_streams() const;
 
  private:
-  static constexpr int kLanes = 3;  // indexed by Priority: high, normal, low
+  static constexpr int kLanes = LaneSet::kPriorities;
   // CUDA sends to peer p use comm stream kPeerLane + 2p, receives from it kPeerLane + 2p + 1,
   // receives from any source kPeerLane + 2 * size.
   static constexpr int kPeerLane = kLanes;
-  enum class Route { kCollective, kSend, kRecv };
   enum class DevicePath { kUndecided, kNccl, kStaged };
 
   std::string label() const;
@@ -284,7 +283,6 @@ class ProcessGroupDomino : public c10d::Backend {
   AdoptedEnvironment agree_on_wire_settings(const std::map<std::string, std::string>& env);
   // Rank 0's measured link costs, which every rank adopts so that all plan alike.
   topology::Router agree_on_routing(const std::string& host_list);
-  bool higher_priority_pending(int lane) const;
   // A CUDA op's issue-time facts, for its job on the lane.
   struct DeviceIssue {
     c10::Device device;
@@ -337,9 +335,6 @@ class ProcessGroupDomino : public c10d::Backend {
     std::unique_ptr<RoutedComm> comm;
   };
   std::array<LaneComm, kLanes> comms_;
-  std::array<std::atomic<int>, kLanes> pending_{};
-  std::array<std::atomic<uint64_t>, kLanes> issued_{};
-  std::array<std::pair<ProcessGroupDomino*, int>, kLanes> pause_contexts_{};
   std::atomic<uint64_t> sequence_{0};
   uint64_t monitored_barriers_ = 0;
   // The group's timeout (options_->timeout until setTimeout); new communicators take it.
@@ -374,11 +369,8 @@ class ProcessGroupDomino : public c10d::Backend {
   std::shared_ptr<DeviceHealth> device_health_ = std::make_shared<DeviceHealth>();
   // Declared after the communicators it aborts, so it stops before they go.
   std::unique_ptr<DeviceWatchdog> watchdog_;
-  // Declared last, so they stop before the communicators go. Sends and receives have lanes of
-  // their own so that a send waiting for its receiver never blocks a receive.
-  std::array<std::unique_ptr<ProgressLane>, kLanes> lanes_;
-  std::unique_ptr<ProgressLane> send_lane_;
-  std::unique_ptr<ProgressLane> recv_lane_;
+  // Declared last, so that the lanes stop before the communicators go.
+  LaneSet lanes_;
 };
 
 }  // namespace domino
