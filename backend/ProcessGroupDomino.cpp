@@ -2,8 +2,6 @@
 
 #include <ATen/core/LegacyTypeDispatch.h>
 #include <ATen/record_function.h>
-#include <c10/core/Event.h>
-#include <c10/core/impl/VirtualGuardImpl.h>
 #include <c10/util/Exception.h>
 #include <c10/util/ThreadLocalDebugInfo.h>
 #include <sched.h>
@@ -13,7 +11,7 @@
 #include <filesystem>
 #include <map>
 
-#include "DeviceRuntime.h"
+#include "DeviceTransport.h"
 #include "HandleScope.h"
 #include "MonitoredBarrier.h"
 #include "OpChecks.h"
@@ -24,7 +22,6 @@
 #include "Work.h"
 #include "config/Log.h"
 #include "config/WireSettings.h"
-#include "engine/DeviceWatchdog.h"
 #include "engine/LinkProbe.h"
 #include "engine/ProgressLane.h"
 #include "engine/RoutedComm.h"
@@ -156,9 +153,30 @@ ProcessGroupDomino::ProcessGroupDomino(const c10::intrusive_ptr<c10d::Store>& st
     registry_ = std::make_unique<PluginRegistry>(settings_.plugin_path);
     plugin_ = loaded_transport("DOMINO_INTRA_TRANSPORT", settings_.intra_transport, "shm");
     inter_plugin_ = loaded_transport("DOMINO_INTER_TRANSPORT", settings_.inter_transport, "ucx");
-    device_plugin_ = registry_->find("nccl");
+    const domino_plugin_t* nccl = registry_->find("nccl");
     bind();  // before anything starts UCX, which reads UCX_NET_DEVICES once
     router_ = std::make_unique<topology::Router>(agree_on_routing(hosts));
+    device_ = std::make_unique<DeviceTransport>(DeviceTransport::Group{
+        .store = store_,
+        .rank = rank_,
+        .size = size_,
+        .name = group_name_,
+        .settings = settings_,
+        .layout = layout_,
+        .router = *router_,
+        .nccl = nccl,
+        .nccl_runs_table = nccl != nullptr && runs_algorithm_table(nccl),
+        .intra_transport = plugin_->name,
+        .inter_transport = inter_plugin_->name,
+        .timeout = timeout_,
+        .label = [this] { return label(); },
+        .comm_config =
+            [this](const std::vector<int>& members, const std::string& name,
+                   const StoreBootstrap& bootstrap, std::vector<int64_t>* global) {
+              return comm_config(members, name, bootstrap, global);
+            },
+        .timeout_applies = [this](bool applied) { timeout_applies(applied); },
+        .host_communicator = [this](int lane) -> RoutedComm& { return communicator(lane); }});
     // The normal lane's communicator also carries point-to-point traffic; make it now so that
     // set-up errors surface at init.
     communicator(static_cast<int>(Priority::kNormal));
@@ -179,7 +197,7 @@ ProcessGroupDomino::~ProcessGroupDomino() {
 
 void ProcessGroupDomino::shutdown() {
   lanes_.stop();
-  watchdog_.reset();  // before the communicators it may abort
+  device_->stop_watchdog();  // before the communicators it may abort
   {
     std::lock_guard<std::mutex> lock(timeout_mutex_);  // a setTimeout may be walking them
     for (auto& lane : comms_) {
@@ -187,13 +205,7 @@ void ProcessGroupDomino::shutdown() {
       lane.bootstraps.clear();
     }
   }
-  {
-    std::lock_guard<std::mutex> lock(device_mutex_);
-    device_communicators_.clear();
-  }
-  device_comms_.clear();
-  std::lock_guard<std::mutex> lock(peer_mutex_);
-  peer_comms_.clear();
+  device_->destroy_communicators();
 }
 
 const char* ProcessGroupDomino::intra_transport() const {
@@ -277,6 +289,22 @@ std::array<uint64_t, 3> ProcessGroupDomino::issued_per_lane() const {
   return lanes_.issued();
 }
 
+bool ProcessGroupDomino::has_device_transport() const {
+  return device_->has_nccl();
+}
+
+const char* ProcessGroupDomino::device_path() const {
+  return device_->device_path();
+}
+
+std::vector<ProcessGroupDomino::CommStream> ProcessGroupDomino::comm_streams() const {
+  std::vector<CommStream> out;
+  for (DeviceTransport::CommStream& s : device_->comm_streams()) {
+    out.push_back({std::move(s.lane), s.device, s.priority, s.least_priority, s.greatest_priority});
+  }
+  return out;
+}
+
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
     OpSpec spec, std::function<void(Work&, RoutedComm&)> body) {
   const char* op = spec.op;
@@ -294,19 +322,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
   auto work = c10::make_intrusive<Work>(rank_, type, std::move(tensors.outputs));
   ++sequence_;
   const bool counted = route == Route::kCollective;
-  std::optional<DeviceIssue> on_device;
-  if (device) {
-    work->set_device(*device, settings_.blocking_wait, timeout(), device_health_);
-    // What the caller has queued so far on its stream must land before the transfer reads it.
-    auto ready = std::make_shared<c10::Event>(device->type());
-    ready->record(c10::impl::VirtualGuardImpl(device->type()).getStream(*device));
-    // Each peer gets a stream of its own, so a send that waits for its receiver on the device
-    // never holds up a transfer with another peer (rings of sends and receives would deadlock).
-    const int stream_lane = route == Route::kCollective ? lane_index
-                            : peer < 0                  ? kPeerLane + 2 * size_
-                                       : kPeerLane + 2 * peer + (route == Route::kRecv);
-    on_device = DeviceIssue{*device, std::move(ready), stream_lane, host_only, route, peer};
-  }
+  std::optional<DeviceTransport::Issue> on_device;
+  if (device) on_device = device_->issue(*work, *device, route, lane_index, peer, host_only);
   // A profiler running on the caller's thread sees the op where it really runs, on the lane.
   std::optional<ProfilerContext> profiler;
   const bool profiling = at::hasCallbacks();
@@ -326,7 +343,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
     if (profiled) record_op(record, op, inputs);
     try {
       if (on_device) {
-        run_on_device(*work, body, lane_index, *on_device);  // completes it on its comm stream
+        device_->run(*work, body, lane_index, *on_device);  // completes it on its comm stream
       } else {
         body(*work, communicator(lane_index));
         work->complete();
@@ -352,10 +369,7 @@ void ProcessGroupDomino::setTimeout(std::chrono::milliseconds timeout) {
   for (LaneComm& lane : comms_) {
     if (lane.comm) timeout_applies(lane.comm->set_timeout(timeout.count()));
   }
-  std::lock_guard<std::mutex> device_lock(device_mutex_);
-  for (Communicator* comm : device_communicators_) {
-    timeout_applies(comm->set_timeout(timeout.count()));
-  }
+  device_->set_timeout(timeout);
 }
 
 void ProcessGroupDomino::timeout_applies(bool applied) {

@@ -6,8 +6,6 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include <c10/core/Device.h>
-#include <c10/core/Event.h>
-#include <c10/core/Stream.h>
 #include <torch/version.h>
 
 #include <array>
@@ -34,9 +32,7 @@
 namespace domino {
 
 struct AdoptedEnvironment;
-class Communicator;
-class DeviceRuntime;
-class DeviceWatchdog;
+class DeviceTransport;
 class PluginRegistry;
 class RoutedComm;
 class StoreBootstrap;
@@ -195,9 +191,7 @@ class ProcessGroupDomino : public c10d::Backend {
   // transports), or "undecided" before its first CUDA collective.
   const char* device_path() const;
   // Whether this build can move CUDA tensors over NCCL at all.
-  bool has_device_transport() const {
-    return device_plugin_ != nullptr;
-  }
+  bool has_device_transport() const;
   // The comm streams made so far, one per lane ("high", "normal", "low", "p2p") and device.
   struct CommStream {
     std::string lane;
@@ -210,10 +204,6 @@ class ProcessGroupDomino : public c10d::Backend {
 
  private:
   static constexpr int kLanes = LaneSet::kPriorities;
-  // CUDA sends to peer p use comm stream kPeerLane + 2p, receives from it kPeerLane + 2p + 1,
-  // receives from any source kPeerLane + 2 * size.
-  static constexpr int kPeerLane = kLanes;
-  enum class DevicePath { kUndecided, kNccl, kStaged };
 
   std::string label() const;
   std::chrono::milliseconds timeout() const {
@@ -283,39 +273,6 @@ class ProcessGroupDomino : public c10d::Backend {
   AdoptedEnvironment agree_on_wire_settings(const std::map<std::string, std::string>& env);
   // Rank 0's measured link costs, which every rank adopts so that all plan alike.
   topology::Router agree_on_routing(const std::string& host_list);
-  // A CUDA op's issue-time facts, for its job on the lane.
-  struct DeviceIssue {
-    c10::Device device;
-    std::shared_ptr<c10::Event> ready;  // recorded on the caller's stream at issue
-    int stream_lane;                    // which comm stream (see kPeerLane)
-    bool host_only;
-    Route route;
-    int peer;
-  };
-  // The body of a CUDA op, on its lane: on the comm stream, over NCCL or staged, then an end
-  // event for the work and the watchdog; completes the work.
-  void run_on_device(Work& work, const std::function<void(Work&, RoutedComm&)>& body, int lane,
-                     const DeviceIssue& issue);
-  // Hands done (NCCL work's end event) to the watchdog, made on first use.
-  void watch(const std::shared_ptr<c10::Event>& done, c10::Device device, c10d::OpType type);
-  // NCCL or staged, decided once for the group at its first CUDA collective: every rank
-  // publishes its host and GPU, and ranks sharing a GPU make the whole group stage.
-  DevicePath decide_device_path(c10::Device device);
-  DeviceRuntime& device_runtime();                // device_mutex_ held
-  void publish_gpu_identity(c10::Device device);  // once per group
-  // Registers a new NCCL communicator with the watchdog's list.
-  void track(Communicator* comm);
-  // The watchdog saw `what` miss its deadline: aborts every NCCL communicator of the group.
-  void abort_device_communicators(const std::string& what);
-  // Sends and receives decide per pair: staged when the two ranks share a GPU.
-  bool pair_staged(int peer, c10::Device device);
-  c10::Stream comm_stream(int lane, c10::Device device);
-  // The lane's NCCL communicators on device (flat, and per topology level across hosts).
-  RoutedComm& device_communicator(int lane, c10::Device device, const c10::Stream& stream);
-  // The two-rank NCCL communicator for sends to peer (sending) or receives from it; each
-  // direction has its own. *hold keeps it to the calling thread until released.
-  Communicator& peer_communicator(int peer, bool sending, c10::Device device,
-                                  const c10::Stream& stream, std::unique_lock<std::mutex>* hold);
 
   c10::intrusive_ptr<Options> options_;
   Settings settings_;
@@ -341,34 +298,7 @@ class ProcessGroupDomino : public c10d::Backend {
   std::atomic<std::chrono::milliseconds> timeout_{std::chrono::milliseconds(0)};
   std::mutex timeout_mutex_;  // setTimeout against a lane publishing its new communicators
   std::atomic<bool> timeout_ignored_warned_{false};
-  const domino_plugin_t* device_plugin_ = nullptr;
-  mutable std::mutex device_mutex_;
-  std::unique_ptr<DeviceRuntime> device_runtime_;
-  std::atomic<DevicePath> device_path_{DevicePath::kUndecided};
-  std::mutex device_path_mutex_;  // deciding waits for other ranks: not under device_mutex_
-  std::atomic<bool> gpu_identity_published_{false};
-  std::map<std::pair<int, int>, c10::Stream> comm_streams_;  // (lane, device)
-  std::map<int, bool> pair_staged_;                          // by peer
-  struct DeviceComm {
-    std::vector<std::unique_ptr<StoreBootstrap>> bootstraps;
-    std::unique_ptr<topology::Router> router;
-    std::unique_ptr<RoutedComm> comm;
-  };
-  std::map<std::pair<int, int>, DeviceComm> device_comms_;  // (lane, device)
-  struct PeerComm {
-    std::mutex mutex;
-    std::unique_ptr<StoreBootstrap> bootstrap;
-    std::unique_ptr<Communicator> comm;
-    int device = -1;
-  };
-  std::mutex peer_mutex_;  // guards the map; each direction has its own lock
-  std::map<std::pair<int, bool>, PeerComm> peer_comms_;  // (peer, sending)
-  // Every NCCL communicator of the group, for the watchdog to abort (device_mutex_).
-  std::vector<Communicator*> device_communicators_;
-  // Set once the watchdog aborted them; every CUDA work of the group checks it after its wait.
-  std::shared_ptr<DeviceHealth> device_health_ = std::make_shared<DeviceHealth>();
-  // Declared after the communicators it aborts, so it stops before they go.
-  std::unique_ptr<DeviceWatchdog> watchdog_;
+  std::unique_ptr<DeviceTransport> device_;
   // Declared last, so that the lanes stop before the communicators go.
   LaneSet lanes_;
 };

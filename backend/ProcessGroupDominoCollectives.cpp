@@ -1,6 +1,7 @@
 // The c10d entry points of the one-tensor-per-call collectives and of point-to-point: each checks
 // its arguments, stages its tensors and issues a job that runs the op over the lane's
 // RoutedComm.
+#include "DeviceTransport.h"
 #include "MonitoredBarrier.h"
 #include "OpChecks.h"
 #include "ProcessGroupDomino.h"
@@ -393,22 +394,23 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::send(std::vector<at::Tensor>&
               dst_rank, " is not another rank of this group of ", size_);
   auto staged = std::make_shared<StagedTensor>(tensors[0]);
   const auto device = device_of(at, {&tensors});
-  return enqueue({.op = "send",
-                  .type = c10d::OpType::SEND,
-                  .tensors = tensors,
-                  .device = device,
-                  .route = Route::kSend,
-                  .peer = dst_rank},
-                 [this, staged, dst_rank, tag, device](Work&, RoutedComm& comm) {
-                   const DeviceSession* session = DeviceSession::current();
-                   if (session != nullptr && !session->staged) {
-                     std::unique_lock<std::mutex> hold;
-                     peer_communicator(dst_rank, /*sending=*/true, *device, session->stream, &hold)
-                         .send(staged->buffer(), rank_ < dst_rank ? 1 : 0, tag);
-                     return;
-                   }
-                   comm.send(staged->buffer(), dst_rank, tag);
-                 });
+  return enqueue(
+      {.op = "send",
+       .type = c10d::OpType::SEND,
+       .tensors = tensors,
+       .device = device,
+       .route = Route::kSend,
+       .peer = dst_rank},
+      [this, staged, dst_rank, tag, device](Work&, RoutedComm& comm) {
+        const DeviceSession* session = DeviceSession::current();
+        if (session != nullptr && !session->staged) {
+          std::unique_lock<std::mutex> hold;
+          device_->peer_communicator(dst_rank, /*sending=*/true, *device, session->stream, &hold)
+              .send(staged->buffer(), rank_ < dst_rank ? 1 : 0, tag);
+          return;
+        }
+        comm.send(staged->buffer(), dst_rank, tag);
+      });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::recv(std::vector<at::Tensor>& tensors,
@@ -419,25 +421,26 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::recv(std::vector<at::Tensor>&
               " is not another rank of this group of ", size_);
   auto staged = std::make_shared<StagedTensor>(tensors[0], /*copy_in=*/false);
   const auto device = device_of(at, {&tensors});
-  return enqueue({.op = "recv",
-                  .type = c10d::OpType::RECV,
-                  .tensors = tensors,
-                  .device = device,
-                  .route = Route::kRecv,
-                  .peer = src_rank},
-                 [this, staged, src_rank, tag, device](Work& work, RoutedComm& comm) {
-                   domino_buffer_t buffer = staged->buffer();
-                   const DeviceSession* session = DeviceSession::current();
-                   if (session != nullptr && !session->staged) {
-                     std::unique_lock<std::mutex> hold;
-                     peer_communicator(src_rank, /*sending=*/false, *device, session->stream, &hold)
-                         .recv(buffer, rank_ < src_rank ? 1 : 0, tag);
-                     work.set_source_rank(src_rank);
-                   } else {
-                     work.set_source_rank(comm.recv(buffer, src_rank, tag));
-                   }
-                   staged->publish();
-                 });
+  return enqueue(
+      {.op = "recv",
+       .type = c10d::OpType::RECV,
+       .tensors = tensors,
+       .device = device,
+       .route = Route::kRecv,
+       .peer = src_rank},
+      [this, staged, src_rank, tag, device](Work& work, RoutedComm& comm) {
+        domino_buffer_t buffer = staged->buffer();
+        const DeviceSession* session = DeviceSession::current();
+        if (session != nullptr && !session->staged) {
+          std::unique_lock<std::mutex> hold;
+          device_->peer_communicator(src_rank, /*sending=*/false, *device, session->stream, &hold)
+              .recv(buffer, rank_ < src_rank ? 1 : 0, tag);
+          work.set_source_rank(src_rank);
+        } else {
+          work.set_source_rank(comm.recv(buffer, src_rank, tag));
+        }
+        staged->publish();
+      });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::recvAnysource(std::vector<at::Tensor>& tensors,
@@ -450,7 +453,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::recvAnysource(std::vector<at:
   // The sender cannot know whom NCCL would pair it with: CUDA any-source receives need every
   // CUDA send of the group to go through host memory.
   TORCH_CHECK(
-      !device || device_plugin_ == nullptr || settings_.gpu_transport == GpuTransport::kStaged, at,
+      !device || !has_device_transport() || settings_.gpu_transport == GpuTransport::kStaged, at,
       ": receiving from any source into a ", tensors[0].device(),
       " tensor is not possible over NCCL; name the source rank, receive into a CPU "
       "tensor, or set DOMINO_GPU_TRANSPORT=staged");

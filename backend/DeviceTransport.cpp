@@ -1,6 +1,5 @@
-// The CUDA side of ProcessGroupDomino: which path a group's CUDA tensors take, the comm streams
-// of its lanes, its NCCL communicators (per lane, per send/recv direction) and what the watchdog
-// does when enqueued work never finishes. Ops themselves are issued in ProcessGroupDomino.cpp.
+#include "DeviceTransport.h"
+
 #include <c10/core/Event.h>
 #include <c10/core/StreamGuard.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
@@ -11,7 +10,6 @@
 #include "DeviceMemory.h"
 #include "DeviceRuntime.h"
 #include "PriorityGuard.h"
-#include "ProcessGroupDomino.h"
 #include "StoreBootstrap.h"
 #include "TensorBuffer.h"
 #include "Work.h"
@@ -23,9 +21,27 @@
 
 namespace domino {
 
-void ProcessGroupDomino::run_on_device(Work& work,
-                                       const std::function<void(Work&, RoutedComm&)>& body,
-                                       int lane, const DeviceIssue& issue) {
+DeviceTransport::DeviceTransport(Group group)
+    : group_(std::move(group)), device_health_(std::make_shared<DeviceHealth>()) {}
+
+DeviceTransport::~DeviceTransport() = default;
+
+DeviceTransport::Issue DeviceTransport::issue(Work& work, c10::Device device, Route route, int lane,
+                                              int peer, bool host_only) {
+  work.set_device(device, group_.settings.blocking_wait, timeout(), device_health_);
+  // What the caller has queued so far on its stream must land before the transfer reads it.
+  auto ready = std::make_shared<c10::Event>(device.type());
+  ready->record(c10::impl::VirtualGuardImpl(device.type()).getStream(device));
+  // Each peer gets a stream of its own, so a send that waits for its receiver on the device
+  // never holds up a transfer with another peer (rings of sends and receives would deadlock).
+  const int stream_lane = route == Route::kCollective ? lane
+                          : peer < 0                  ? kPeerLane + 2 * group_.size
+                                     : kPeerLane + 2 * peer + (route == Route::kRecv);
+  return Issue{device, std::move(ready), stream_lane, host_only, route, peer};
+}
+
+void DeviceTransport::run(Work& work, const std::function<void(Work&, RoutedComm&)>& body, int lane,
+                          const Issue& issue) {
   TORCH_CHECK(device_health_->ok(), device_health_->failure());
   const c10::Device device = issue.device;
   const c10::Stream stream = comm_stream(issue.stream_lane, device);
@@ -39,7 +55,7 @@ void ProcessGroupDomino::run_on_device(Work& work,
   c10::StreamGuard on_comm_stream(stream);
   // Sends and receives over NCCL use pair communicators (their bodies ask for them).
   RoutedComm& comm = staged || issue.route != Route::kCollective
-                         ? communicator(lane)
+                         ? group_.host_communicator(lane)
                          : device_communicator(lane, device, stream);
   body(work, comm);
   auto done = std::make_shared<c10::Event>(device.type());
@@ -49,8 +65,8 @@ void ProcessGroupDomino::run_on_device(Work& work,
   work.complete();  // with the comm stream current: the future's events go there
 }
 
-void ProcessGroupDomino::watch(const std::shared_ptr<c10::Event>& done, c10::Device device,
-                               c10d::OpType type) {
+void DeviceTransport::watch(const std::shared_ptr<c10::Event>& done, c10::Device device,
+                            c10d::OpType type) {
   std::lock_guard<std::mutex> lock(device_mutex_);
   if (!watchdog_) {
     watchdog_ = std::make_unique<DeviceWatchdog>(
@@ -66,14 +82,15 @@ void ProcessGroupDomino::watch(const std::shared_ptr<c10::Event>& done, c10::Dev
       c10d::opTypeToString(type));
 }
 
-void ProcessGroupDomino::track(Communicator* comm) {
+void DeviceTransport::track(Communicator* comm) {
   std::lock_guard<std::mutex> lock(device_mutex_);
   if (comm == nullptr) return;
-  timeout_applies(comm->set_timeout(timeout().count()));  // setTimeout may have run meanwhile
+  // setTimeout may have run meanwhile.
+  group_.timeout_applies(comm->set_timeout(timeout().count()));
   device_communicators_.push_back(comm);
 }
 
-void ProcessGroupDomino::abort_device_communicators(const std::string& what) {
+void DeviceTransport::abort_device_communicators(const std::string& what) {
   std::vector<Communicator*> comms;
   {
     std::lock_guard<std::mutex> lock(device_mutex_);
@@ -85,11 +102,11 @@ void ProcessGroupDomino::abort_device_communicators(const std::string& what) {
                          "Destroy the group and create a new one.");
     comms = device_communicators_;
   }
-  log_line(LogLevel::kError, rank_, device_health_->failure());
+  log_line(LogLevel::kError, group_.rank, device_health_->failure());
   for (Communicator* comm : comms) comm->abort();
 }
 
-DeviceRuntime& ProcessGroupDomino::device_runtime() {
+DeviceRuntime& DeviceTransport::device_runtime() {
   if (!device_runtime_) device_runtime_ = make_device_runtime();
   TORCH_CHECK(device_runtime_ != nullptr, "domino: ", label(),
               " was given a CUDA tensor, but this build or process has no CUDA device; move the "
@@ -97,7 +114,7 @@ DeviceRuntime& ProcessGroupDomino::device_runtime() {
   return *device_runtime_;
 }
 
-c10::Stream ProcessGroupDomino::comm_stream(int lane, c10::Device device) {
+c10::Stream DeviceTransport::comm_stream(int lane, c10::Device device) {
   std::lock_guard<std::mutex> lock(device_mutex_);
   const std::pair<int, int> key{lane, device.index()};
   auto found = comm_streams_.find(key);
@@ -109,7 +126,7 @@ c10::Stream ProcessGroupDomino::comm_stream(int lane, c10::Device device) {
   return comm_streams_.emplace(key, runtime.create_stream(device.index(), priority)).first->second;
 }
 
-std::vector<ProcessGroupDomino::CommStream> ProcessGroupDomino::comm_streams() const {
+std::vector<DeviceTransport::CommStream> DeviceTransport::comm_streams() const {
   std::lock_guard<std::mutex> lock(device_mutex_);
   std::vector<CommStream> out;
   for (const auto& [key, stream] : comm_streams_) {
@@ -117,7 +134,7 @@ std::vector<ProcessGroupDomino::CommStream> ProcessGroupDomino::comm_streams() c
     const int peer_slot = key.first - kPeerLane;
     const std::string lane =
         peer_slot < 0 ? std::string(priority_name(static_cast<Priority>(key.first)))
-        : peer_slot == 2 * size_
+        : peer_slot == 2 * group_.size
             ? std::string("recv:any")
             : std::string(peer_slot % 2 ? "recv:" : "send:") + std::to_string(peer_slot / 2);
     out.push_back({lane, key.second, device_runtime_->priority_of(stream), least, greatest});
@@ -125,7 +142,7 @@ std::vector<ProcessGroupDomino::CommStream> ProcessGroupDomino::comm_streams() c
   return out;
 }
 
-const char* ProcessGroupDomino::device_path() const {
+const char* DeviceTransport::device_path() const {
   switch (device_path_.load()) {
     case DevicePath::kNccl:
       return "nccl";
@@ -140,25 +157,26 @@ namespace {
 constexpr const char* kGpuIdentityPrefix = "domino/cuda/identity/";
 }  // namespace
 
-void ProcessGroupDomino::publish_gpu_identity(c10::Device device) {
+void DeviceTransport::publish_gpu_identity(c10::Device device) {
   if (gpu_identity_published_.load()) return;
+  const topology::GroupLayout& layout = group_.layout;
   std::string mine =
-      layout_.hosts[static_cast<size_t>(layout_.host_of_rank[static_cast<size_t>(rank_)])] +
+      layout.hosts[static_cast<size_t>(layout.host_of_rank[static_cast<size_t>(group_.rank)])] +
       " GPU ";
   {
     std::lock_guard<std::mutex> lock(device_mutex_);
     mine += device_runtime().identity(device.index());
   }
   // Idempotent: two lanes racing here write the same value.
-  store_->set(kGpuIdentityPrefix + std::to_string(rank_),
-              std::vector<uint8_t>(mine.begin(), mine.end()));
+  group_.store->set(kGpuIdentityPrefix + std::to_string(group_.rank),
+                    std::vector<uint8_t>(mine.begin(), mine.end()));
   gpu_identity_published_ = true;
 }
 
-bool ProcessGroupDomino::pair_staged(int peer, c10::Device device) {
+bool DeviceTransport::pair_staged(int peer, c10::Device device) {
   // Nothing to ask the peer when the answer cannot be NCCL (and nobody forced it).
-  if (settings_.gpu_transport == GpuTransport::kStaged ||
-      (device_plugin_ == nullptr && settings_.gpu_transport == GpuTransport::kAuto)) {
+  if (group_.settings.gpu_transport == GpuTransport::kStaged ||
+      (group_.nccl == nullptr && group_.settings.gpu_transport == GpuTransport::kAuto)) {
     return true;
   }
   publish_gpu_identity(device);
@@ -169,20 +187,20 @@ bool ProcessGroupDomino::pair_staged(int peer, c10::Device device) {
   auto identity = [&](int rank) {
     const std::string key = kGpuIdentityPrefix + std::to_string(rank);
     try {
-      store_->wait({key}, timeout());
+      group_.store->wait({key}, timeout());
     } catch (const std::exception& e) {
       TORCH_CHECK(false, "domino: ", label(), ": rank ", rank,
                   " did not name its GPU within the "
                   "timeout for a CUDA send/recv with it (",
                   e.what(), ")");
     }
-    const std::vector<uint8_t> value = store_->get(key);
+    const std::vector<uint8_t> value = group_.store->get(key);
     return std::string(value.begin(), value.end());
   };
   DevicePathChoice choice;
   try {
-    choice = choose_device_path({{rank_, identity(rank_)}, {peer, identity(peer)}},
-                                device_plugin_ != nullptr, settings_.gpu_transport);
+    choice = choose_device_path({{group_.rank, identity(group_.rank)}, {peer, identity(peer)}},
+                                group_.nccl != nullptr, group_.settings.gpu_transport);
   } catch (const std::invalid_argument& e) {
     TORCH_CHECK(false, "domino: ", label(), ": CUDA send/recv with rank ", peer, ": ", e.what());
   }
@@ -190,7 +208,7 @@ bool ProcessGroupDomino::pair_staged(int peer, c10::Device device) {
   return !choice.nccl;
 }
 
-ProcessGroupDomino::DevicePath ProcessGroupDomino::decide_device_path(c10::Device device) {
+DeviceTransport::DevicePath DeviceTransport::decide_device_path(c10::Device device) {
   const DevicePath known = device_path_.load();
   if (known != DevicePath::kUndecided) return known;
   publish_gpu_identity(device);
@@ -198,9 +216,9 @@ ProcessGroupDomino::DevicePath ProcessGroupDomino::decide_device_path(c10::Devic
   if (device_path_.load() != DevicePath::kUndecided) return device_path_.load();
   const std::string prefix = kGpuIdentityPrefix;
   std::vector<std::string> keys;
-  for (int r = 0; r < size_; ++r) keys.push_back(prefix + std::to_string(r));
+  for (int r = 0; r < group_.size; ++r) keys.push_back(prefix + std::to_string(r));
   try {
-    store_->wait(keys, timeout());
+    group_.store->wait(keys, timeout());
   } catch (const std::exception& e) {
     TORCH_CHECK(false, "domino: ", label(),
                 ": the first CUDA collective waits for every rank to "
@@ -208,13 +226,13 @@ ProcessGroupDomino::DevicePath ProcessGroupDomino::decide_device_path(c10::Devic
                 e.what(), "); every rank must issue the same collectives");
   }
   std::vector<std::pair<int, std::string>> gpus;
-  for (int r = 0; r < size_; ++r) {
-    const std::vector<uint8_t> value = store_->get(keys[static_cast<size_t>(r)]);
+  for (int r = 0; r < group_.size; ++r) {
+    const std::vector<uint8_t> value = group_.store->get(keys[static_cast<size_t>(r)]);
     gpus.emplace_back(r, std::string(value.begin(), value.end()));
   }
   DevicePathChoice choice;
   try {
-    choice = choose_device_path(gpus, device_plugin_ != nullptr, settings_.gpu_transport);
+    choice = choose_device_path(gpus, group_.nccl != nullptr, group_.settings.gpu_transport);
   } catch (const std::invalid_argument& e) {
     TORCH_CHECK(false, "domino: ", label(), ": ", e.what());
   }
@@ -222,18 +240,19 @@ ProcessGroupDomino::DevicePath ProcessGroupDomino::decide_device_path(c10::Devic
   device_path_ = nccl ? DevicePath::kNccl : DevicePath::kStaged;
   const std::string& why = choice.why;
   if (nccl) {
-    log_line(LogLevel::kInfo, rank_, label() + ": CUDA tensors go through NCCL");
+    log_line(LogLevel::kInfo, group_.rank, label() + ": CUDA tensors go through NCCL");
   } else {
-    log_line(rank_ == 0 ? LogLevel::kWarn : LogLevel::kInfo, rank_,
-             label() + ": CUDA tensors are staged through host memory over " + plugin_->name +
-                 (layout_.single_host() ? "" : std::string("/") + inter_plugin_->name) +
+    log_line(group_.rank == 0 ? LogLevel::kWarn : LogLevel::kInfo, group_.rank,
+             label() + ": CUDA tensors are staged through host memory over " +
+                 group_.intra_transport +
+                 (group_.layout.single_host() ? "" : std::string("/") + group_.inter_transport) +
                  ", because " + why);
   }
   return device_path_.load();
 }
 
-RoutedComm& ProcessGroupDomino::device_communicator(int lane, c10::Device device,
-                                                    const c10::Stream& stream) {
+RoutedComm& DeviceTransport::device_communicator(int lane, c10::Device device,
+                                                 const c10::Stream& stream) {
   DeviceComm* slot;
   {
     std::lock_guard<std::mutex> lock(device_mutex_);
@@ -250,59 +269,59 @@ RoutedComm& ProcessGroupDomino::device_communicator(int lane, c10::Device device
   if (slot->comm) return *slot->comm;
   const Priority priority = static_cast<Priority>(lane);
   // NCCL sees the hierarchy itself, so flat unless the user forced a hierarchical plan.
-  topology::RouterOptions options = router_->options();
+  topology::RouterOptions options = group_.router.options();
   const auto forced = options.forced_plan;
   if (!forced ||
       (*forced != topology::PlanKind::kHierarchical && *forced != topology::PlanKind::kLeader)) {
-    options.forced_plan =
-        layout_.single_host() ? topology::PlanKind::kFlatIntra : topology::PlanKind::kFlatInter;
+    options.forced_plan = group_.layout.single_host() ? topology::PlanKind::kFlatIntra
+                                                      : topology::PlanKind::kFlatInter;
   }
   options.rail_chunk_bytes = 0;  // stream-ordered steps: NCCL pipelines within each
-  options.inter_runs_table = runs_algorithm_table(device_plugin_);
-  slot->router = std::make_unique<topology::Router>(layout_, router_->costs(), options);
+  options.inter_runs_table = group_.nccl_runs_table;
+  slot->router = std::make_unique<topology::Router>(group_.layout, group_.router.costs(), options);
   void* native = device_runtime_->native_handle(stream);
   Communicator* root = nullptr;
   std::vector<Communicator*> made_here;
   auto make = [&](const RoutedComm::Spec& spec) -> std::unique_ptr<Communicator> {
     const std::string part = spec.name.empty() ? "flat" : spec.name;
     slot->bootstraps.push_back(std::make_unique<StoreBootstrap>(
-        store_, std::string("domino/cuda/") + priority_name(priority) + "/" + part + "/"));
+        group_.store, std::string("domino/cuda/") + priority_name(priority) + "/" + part + "/"));
     const std::string name =
-        group_name_ + "/cuda/" + part +
+        group_.name + "/cuda/" + part +
         (priority == Priority::kNormal ? "" : std::string(":") + priority_name(priority));
     std::vector<int64_t> members;
     domino_comm_config_t config =
-        comm_config(spec.members, name, *slot->bootstraps.back(), &members);
+        group_.comm_config(spec.members, name, *slot->bootstraps.back(), &members);
     config.device = device.index();
     config.stream = native;
     // Topology levels split from the group's communicator where every rank takes part in the
     // same splits (uniform layouts); otherwise each gets its own rendezvous.
     const bool local = spec.name.rfind("local", 0) == 0;
     const bool rail = spec.name.rfind("rail", 0) == 0;
-    if (root != nullptr && (local || rail) && layout_.uniform &&
-        device_plugin_->comm_split != nullptr) {
-      const int color = local ? layout_.host_of_rank[static_cast<size_t>(rank_)]
-                              : layout_.local_rank[static_cast<size_t>(rank_)];
+    if (root != nullptr && (local || rail) && group_.layout.uniform &&
+        group_.nccl->comm_split != nullptr) {
+      const int color = local ? group_.layout.host_of_rank[static_cast<size_t>(group_.rank)]
+                              : group_.layout.local_rank[static_cast<size_t>(group_.rank)];
       // The key orders the new communicator: its rank must be the position in spec.members.
       auto part_comm = root->split(color, config.rank, config);
       made_here.push_back(part_comm.get());
       return part_comm;
     }
-    auto made = std::make_unique<Communicator>(device_plugin_, config);
+    auto made = std::make_unique<Communicator>(group_.nccl, config);
     if (root == nullptr) root = made.get();
     made_here.push_back(made.get());
     return made;
   };
-  slot->comm =
-      std::make_unique<RoutedComm>(*slot->router, rank_, make, std::make_shared<DeviceMemory>());
+  slot->comm = std::make_unique<RoutedComm>(*slot->router, group_.rank, make,
+                                            std::make_shared<DeviceMemory>());
   // Only now: had the set-up failed half-way, the communicators made so far would be gone.
   for (Communicator* comm : made_here) track(comm);
   return *slot->comm;
 }
 
-Communicator& ProcessGroupDomino::peer_communicator(int peer, bool sending, c10::Device device,
-                                                    const c10::Stream& stream,
-                                                    std::unique_lock<std::mutex>* hold) {
+Communicator& DeviceTransport::peer_communicator(int peer, bool sending, c10::Device device,
+                                                 const c10::Stream& stream,
+                                                 std::unique_lock<std::mutex>* hold) {
   PeerComm* slot;
   {
     std::lock_guard<std::mutex> lock(peer_mutex_);
@@ -317,22 +336,44 @@ Communicator& ProcessGroupDomino::peer_communicator(int peer, bool sending, c10:
                 " and now ", device, "; use one device per peer and direction");
     return *slot->comm;
   }
-  const int from = sending ? rank_ : peer, to = sending ? peer : rank_;
+  const int from = sending ? group_.rank : peer, to = sending ? peer : group_.rank;
   const std::string direction = std::to_string(from) + "to" + std::to_string(to);
-  slot->bootstrap = std::make_unique<StoreBootstrap>(store_, "domino/cuda/p2p/" + direction + "/");
-  const std::string name = group_name_ + "/cuda/p2p/" + direction;
+  slot->bootstrap =
+      std::make_unique<StoreBootstrap>(group_.store, "domino/cuda/p2p/" + direction + "/");
+  const std::string name = group_.name + "/cuda/p2p/" + direction;
   std::vector<int64_t> members;
-  domino_comm_config_t config =
-      comm_config({std::min(from, to), std::max(from, to)}, name, *slot->bootstrap, &members);
+  domino_comm_config_t config = group_.comm_config({std::min(from, to), std::max(from, to)}, name,
+                                                   *slot->bootstrap, &members);
   config.device = device.index();
   {
     std::lock_guard<std::mutex> lock(device_mutex_);
     config.stream = device_runtime_->native_handle(stream);
   }
-  slot->comm = std::make_unique<Communicator>(device_plugin_, config);
+  slot->comm = std::make_unique<Communicator>(group_.nccl, config);
   slot->device = device.index();
   track(slot->comm.get());
   return *slot->comm;
+}
+
+void DeviceTransport::set_timeout(std::chrono::milliseconds timeout) {
+  std::lock_guard<std::mutex> lock(device_mutex_);
+  for (Communicator* comm : device_communicators_) {
+    group_.timeout_applies(comm->set_timeout(timeout.count()));
+  }
+}
+
+void DeviceTransport::stop_watchdog() {
+  watchdog_.reset();
+}
+
+void DeviceTransport::destroy_communicators() {
+  {
+    std::lock_guard<std::mutex> lock(device_mutex_);
+    device_communicators_.clear();
+  }
+  device_comms_.clear();
+  std::lock_guard<std::mutex> lock(peer_mutex_);
+  peer_comms_.clear();
 }
 
 }  // namespace domino
