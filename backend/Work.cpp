@@ -1,8 +1,10 @@
 #include "Work.h"
 
 #include <ATen/core/ivalue.h>
+#include <ATen/record_function.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 
+#include <optional>
 #include <thread>
 
 namespace domino {
@@ -57,6 +59,12 @@ bool Work::isCompleted() {
 }
 
 bool Work::wait(std::chrono::milliseconds timeout) {
+  // A profiler shows where a thread waits for communication: the time a step is exposed to it.
+  std::optional<at::RecordFunction> waiting;
+  if (at::hasCallbacks() && !c10d::Work::isCompleted()) {
+    waiting.emplace(at::RecordScope::USER_SCOPE);
+    if (waiting->isActive()) waiting->before("domino:wait");
+  }
   if (!c10d::Work::isCompleted()) {
     // Running the job here would ignore a timeout: a bounded wait has the lane run it.
     if (timeout == kNoTimeout) {

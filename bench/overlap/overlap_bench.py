@@ -11,6 +11,12 @@ The "no-comm" rows are the Domino schedules with the reductions removed: the cos
 the batch and the weights, without communication.
 
     sudo python bench/overlap/overlap_bench.py            # writes bench/results/overlap.{csv,md,png}
+
+It then profiles one more step of naive TP, Domino row split and Domino column split on each
+rank with torch.profiler, and draws them one above the other (overlap_timeline.png): per
+thread, the compute (the aten ops of the step) and the communication (the backend's domino:<op>
+events, on the lanes where the reductions run), so a reader sees which reductions hide behind
+compute and which the step waits for.
 """
 
 from __future__ import annotations
@@ -19,10 +25,14 @@ import argparse
 import csv
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
 import time
+import tempfile
+import textwrap
+from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,9 +50,11 @@ MODES = [
     ("domino-row no-comm", "row", 2, 1, "inter", False),
     ("domino-2d no-comm", "2d", 2, 2, "inter", False),
 ]
+TIMELINE_MODES = ["naive", "domino-row", "domino-column"]
+STEP_EVENT = "overlap_step"
 
 
-def launch(link: ShapedLink, args, mode_names: list[str]) -> dict:
+def launch(link: ShapedLink, args, mode_names: list[str], trace_dir: str = "") -> dict:
     port = 29700 + int(time.time()) % 200
     master = link.addresses[0] if link.up else "127.0.0.1"
     procs = []
@@ -54,7 +66,8 @@ def launch(link: ShapedLink, args, mode_names: list[str]) -> dict:
                "--port", str(port), "--modes", ",".join(mode_names), "--steps", str(args.steps),
                "--hidden", str(args.hidden), "--seq", str(args.seq), "--batch", str(args.batch),
                "--layers", str(args.layers),
-               "--gloo-threads", str(args.gloo_threads), "--backend", args.backend]
+               "--gloo-threads", str(args.gloo_threads), "--backend", args.backend,
+               "--trace-dir", trace_dir]
         if link.up:
             cmd = ["ip", "netns", "exec", link.namespaces[rank], *cmd]
         procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
@@ -105,9 +118,149 @@ def worker(args) -> None:
         t = torch.tensor([statistics.median(samples[name]), min(samples[name])], dtype=torch.float64)
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
         times[name] = {"median_ms": t[0].item() * 1e3 / args.layers, "min_ms": t[1].item() * 1e3 / args.layers}
+    if args.trace_dir:
+        trace_steps(args, models, x)
     dist.destroy_process_group()
     if args.rank == 0:
         print(json.dumps(times))
+
+
+def trace_steps(args, models: dict, x) -> None:
+    """One profiled step per timeline mode, written as a Chrome trace per mode and rank."""
+    import torch.distributed as dist
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    for name in TIMELINE_MODES:
+        if name not in models:
+            continue
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            dist.barrier()  # both ranks start the step together
+            with record_function(STEP_EVENT):
+                models[name](x.requires_grad_()).sum().backward()
+        prof.export_chrome_trace(str(Path(args.trace_dir) / f"{name}.rank{args.rank}.json"))
+
+
+def merged(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    out: list[list[float]] = []
+    for start, end in sorted(intervals):
+        if out and start <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], end)
+        else:
+            out.append([start, end])
+    return [(a, b) for a, b in out]
+
+
+def subtracted(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The parts of merged intervals a outside merged intervals b."""
+    out = []
+    for start, end in a:
+        for cut_start, cut_end in b:
+            if cut_end <= start or cut_start >= end:
+                continue
+            if cut_start > start:
+                out.append((start, cut_start))
+            start = max(start, cut_end)
+            if start >= end:
+                break
+        if start < end:
+            out.append((start, end))
+    return out
+
+
+def overlapped(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float:
+    """Total length of the intersection of two merged interval lists."""
+    total, i, j = 0.0, 0, 0
+    while i < len(a) and j < len(b):
+        total += max(0.0, min(a[i][1], b[j][1]) - max(a[i][0], b[j][0]))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+def step_threads(trace_file: Path) -> tuple[float, dict]:
+    """The step's length (ms) and, per thread, its merged compute and communication spans (ms
+    from the step's start). Communication: the backend's <backend>:<op> events, from the moment
+    the lane starts the op (its peer may still be on its way) to its end; compute: the step's
+    ops, collective calls (c10d::*) aside, less the time the thread waits for a reduction
+    (domino:wait) or runs one."""
+    events = [e for e in json.loads(trace_file.read_text())["traceEvents"] if e.get("ph") == "X"]
+    step = next(e for e in events if e["name"] == STEP_EVENT)
+    t0, t1 = step["ts"], step["ts"] + step["dur"]
+    spans: dict = defaultdict(lambda: {"compute": [], "communication": [], "wait": []})
+    by_thread: dict = defaultdict(list)
+    for e in events:
+        start, end = e["ts"], e["ts"] + e.get("dur", 0)
+        if end > t0 and start < t1 and e is not step:
+            by_thread[e["tid"]].append((start, end, e))
+    for tid, items in by_thread.items():
+        items.sort(key=lambda item: (item[0], -item[1]))
+        for start, end, e in items:
+            interval = ((max(start, t0) - t0) / 1e3, (min(end, t1) - t0) / 1e3)
+            if e["name"] == "domino:wait":
+                spans[tid]["wait"].append(interval)
+            elif e["name"].startswith(("domino:", "gloo:")):
+                spans[tid]["communication"].append(interval)
+            elif e.get("cat") == "cpu_op" and not e["name"].startswith("c10d::"):
+                spans[tid]["compute"].append(interval)
+    for kinds in spans.values():
+        # An op around others (an autograd node, a layer's forward) also spans the waits for its
+        # reductions, and a wait may run the reduction itself: neither is compute.
+        kinds["compute"] = subtracted(merged(kinds["compute"]),
+                                      merged(kinds["wait"] + kinds["communication"]))
+    threads = {tid: {kind: merged(v) for kind, v in kinds.items()} for tid, kinds in spans.items()}
+    # The step's own thread first, then the lanes.
+    order = sorted(threads, key=lambda tid: (tid != step["tid"], str(tid)))
+    return step["dur"] / 1e3, {tid: threads[tid] for tid in order}
+
+
+def draw_timeline(trace_dir: Path, out_png: Path, title: str) -> list[str]:
+    """Naive beside Domino: one panel per mode, a row per rank and thread. Returns a line per mode
+    with the share of its communication that ran while its rank computed."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    modes = [m for m in TIMELINE_MODES if (trace_dir / f"{m}.rank0.json").exists()]
+    fig, axes = plt.subplots(len(modes), 1, figsize=(10, 1.9 * len(modes) + 0.6), squeeze=False)
+    summary = []
+    for ax, mode in zip(axes[:, 0], modes):
+        labels, row = [], 0
+        comm_total = hidden_total = 0.0
+        lengths = []
+        for rank in (0, 1):
+            length, threads = step_threads(trace_dir / f"{mode}.rank{rank}.json")
+            lengths.append(length)
+            compute_all = merged([s for t in threads.values() for s in t["compute"]])
+            comm_all = merged([s for t in threads.values() for s in t["communication"]])
+            comm_total += sum(b - a for a, b in comm_all)
+            hidden_total += overlapped(comm_all, compute_all)
+            for index, spans in enumerate(threads.values()):
+                if not (spans["compute"] or spans["communication"] or spans["wait"]):
+                    continue
+                ax.broken_barh([(a, b - a) for a, b in spans["compute"]], (row - 0.4, 0.8),
+                               color="#4a7fb5")
+                ax.broken_barh([(a, b - a) for a, b in merged(spans["wait"])], (row - 0.1, 0.2),
+                               color="#999999")
+                ax.broken_barh([(a, b - a) for a, b in spans["communication"]], (row - 0.25, 0.5),
+                               color="#e8833a")
+                labels.append(f"rank {rank} " + ("step thread" if index == 0 else f"lane {index}"))
+                row += 1
+        share = hidden_total / comm_total if comm_total else 0.0
+        line = (f"{mode}: step {max(lengths):.1f} ms, communication {comm_total / 2:.1f} ms per "
+                f"rank, {share:.0%} of it while the rank computes")
+        summary.append(line)
+        ax.set_yticks(range(len(labels)), labels, fontsize=7)
+        ax.invert_yaxis()
+        ax.set_title(line, fontsize=8, loc="left")
+        ax.set_xlim(0, max(lengths) * 1.01)
+    axes[-1, 0].set_xlabel("ms from the start of the step (blue: compute, orange: communication, grey: waiting for it)")
+    fig.suptitle("\n".join(textwrap.wrap(title, 150)), fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out_png, dpi=120)
+    plt.close(fig)
+    return summary
 
 
 def main() -> None:
@@ -126,6 +279,8 @@ def main() -> None:
     parser.add_argument("--gloo-threads", type=int, default=1)
     parser.add_argument("--backend", choices=["domino", "gloo"], default="domino")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "overlap"))
+    parser.add_argument("--trace-dir", default="", help=argparse.SUPPRESS)  # workers only
+    parser.add_argument("--no-timeline", action="store_true", help="skip the profiled steps")
     args = parser.parse_args()
     if args.worker:
         return worker(args)
@@ -147,7 +302,10 @@ def main() -> None:
             # Communication time scales as 1/rate: aim at 40% of the step.
             wanted = 0.40 / 0.60 * bound
             rate *= max(naive - bound, 1e-3) / wanted
-        results = launch(link, args, [m[0] for m in MODES])
+        trace_dir = tempfile.mkdtemp(prefix="domino-overlap-traces-")
+        os.chmod(trace_dir, 0o777)  # the workers may run in other namespaces, same filesystem
+        results = launch(link, args, [m[0] for m in MODES],
+                         "" if args.no_timeline else trace_dir)
 
     naive = results["naive"]["median_ms"]
     bound = results["no-communication bound"]["median_ms"]
@@ -191,6 +349,13 @@ def main() -> None:
         fig.savefig(out.with_suffix(".png"), dpi=120)
     except ImportError:
         print("# matplotlib missing: no plot")
+        return
+    if not args.no_timeline:
+        timeline = out.parent / (out.name + "_timeline.png")
+        for line in draw_timeline(Path(trace_dir), timeline, "one profiled step per mode; " + header):
+            print("# " + line)
+        print(f"# timeline: {timeline}")
+    shutil.rmtree(trace_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":
