@@ -91,18 +91,22 @@ void DeviceTransport::track(Communicator* comm) {
 }
 
 void DeviceTransport::abort_device_communicators(const std::string& what) {
+  abort("domino: " + label() + ": a CUDA " + what +
+        " was enqueued but did not finish within the group timeout of " +
+        std::to_string(timeout().count()) +
+        " ms (a peer died, hangs, or issued other collectives); its NCCL communicators were "
+        "aborted, so CUDA collectives on this group now fail. Destroy the group and create a new "
+        "one.");
+  log_line(LogLevel::kError, group_.rank, device_health_->failure());
+}
+
+void DeviceTransport::abort(const std::string& why) {
   std::vector<Communicator*> comms;
   {
     std::lock_guard<std::mutex> lock(device_mutex_);
-    device_health_->fail("domino: " + label() + ": a CUDA " + what +
-                         " was enqueued but did not finish within the group timeout of " +
-                         std::to_string(timeout().count()) +
-                         " ms (a peer died, hangs, or issued other collectives); its NCCL "
-                         "communicators were aborted, so CUDA collectives on this group now fail. "
-                         "Destroy the group and create a new one.");
+    device_health_->fail(why);
     comms = device_communicators_;
   }
-  log_line(LogLevel::kError, group_.rank, device_health_->failure());
   for (Communicator* comm : comms) comm->abort();
 }
 

@@ -111,6 +111,9 @@ class DeviceTransport {
   // "recv:any") and device.
   std::vector<CommStream> comm_streams() const;
 
+  // From any thread: ends the NCCL communicators' work (ncclCommAbort); every CUDA collective of
+  // the group fails from now on with why.
+  void abort(const std::string& why);
   // For the NCCL communicators made so far: later ones read the group's timeout when made.
   void set_timeout(std::chrono::milliseconds timeout);
   // Apart, so that the group stops the watchdog before any communicator goes, then takes down

@@ -319,6 +319,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
                              : static_cast<int>(Priority::kNormal);
   ProgressLane* lane = lanes_.lane(route, lane_index);
   TORCH_CHECK(lane != nullptr, where(op), ": the process group was shut down");
+  if (aborted_.load()) {
+    C10_THROW_ERROR(DistBackendError,
+                    where(op) +
+                        ": the group was aborted (ProcessGroup abort(), or shrink_group "
+                        "with SHRINK_ABORT); use the shrunk group, or destroy this one and "
+                        "create a new one");
+  }
   auto work = c10::make_intrusive<Work>(rank_, type, std::move(tensors.outputs));
   ++sequence_;
   const bool counted = route == Route::kCollective;

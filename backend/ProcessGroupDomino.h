@@ -183,6 +183,18 @@ class ProcessGroupDomino : public c10d::Backend {
     return sequence_.load();
   }
   void shutdown() override;
+  // c10d's abort(): from any thread, ends the group's work in flight on every transport (on
+  // one host every rank's work, within about 100 ms) and fails every later op, naming it.
+  void abort() override;
+  // dist.shrink_group: the group without ranks_to_exclude (group ranks), built by the ranks that
+  // remain, in order, over the same store; SHRINK_ABORT (c10d's 0x01) aborts this group first.
+  // The ranks left out, alive or dead, take no part, and find this group ended if they call it.
+  bool supportsShrinking() const override {
+    return true;
+  }
+  c10::intrusive_ptr<c10d::Backend> shrink(
+      const std::vector<int64_t>& ranks_to_exclude, int shrink_flags = 0,
+      const c10::intrusive_ptr<c10d::Backend::Options>& opts_override = nullptr) override;
 
   // Collectives issued so far on each lane, indexed by Priority (observability and tests).
   std::array<uint64_t, 3> issued_per_lane() const;
@@ -294,6 +306,8 @@ class ProcessGroupDomino : public c10d::Backend {
   std::array<LaneComm, kLanes> comms_;
   std::atomic<uint64_t> sequence_{0};
   uint64_t monitored_barriers_ = 0;
+  std::atomic<bool> aborted_{false};
+  uint64_t shrinks_ = 0;  // shrink() calls so far: every remaining rank counts alike
   // The group's timeout (options_->timeout until setTimeout); new communicators take it.
   std::atomic<std::chrono::milliseconds> timeout_{std::chrono::milliseconds(0)};
   std::mutex timeout_mutex_;  // setTimeout against a lane publishing its new communicators

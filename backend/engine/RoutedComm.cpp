@@ -260,6 +260,14 @@ int RoutedComm::recv(const domino_buffer_t& buffer_in, int peer, int tag) {
   return (flat_inter_ ? *flat_inter_ : *flat_intra_).recv(buffer, peer, tag);
 }
 
+bool RoutedComm::abort() {
+  bool all = true;
+  for (auto* comm : {&flat_intra_, &flat_inter_, &local_, &rail_, &leaders_}) {
+    if (*comm && !(*comm)->abort()) all = false;
+  }
+  return all;
+}
+
 bool RoutedComm::set_timeout(int64_t timeout_ms) {
   bool all = true;
   for (auto* comm : {&flat_intra_, &flat_inter_, &local_, &rail_, &leaders_}) {

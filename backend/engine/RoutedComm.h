@@ -67,6 +67,9 @@ class RoutedComm {
   // Every communicator this one routes over waits timeout_ms in operations that start from now.
   // False when one of them keeps the timeout it was created with.
   bool set_timeout(int64_t timeout_ms);
+  // From any thread: ends what every communicator of the lane has in flight (comm_abort);
+  // false when a transport cannot.
+  bool abort();
 
   // The plan each op took last, by name (observability; tests check routing with it).
   const std::string& last_plan() const { return last_plan_; }

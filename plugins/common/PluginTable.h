@@ -115,7 +115,7 @@ struct PluginTable {
             send,
             recv,
             nullptr,
-            nullptr,
+            abort_entry(),
             set_timeout,
             link_send_entry(),
             link_recv_entry(),
@@ -151,6 +151,15 @@ struct PluginTable {
     using Entry = decltype(domino_plugin_t::link_wait);
     if constexpr (kHasLinks) {
       return static_cast<Entry>(link_wait);
+    } else {
+      return static_cast<Entry>(nullptr);
+    }
+  }
+  // Impls that can end what is in flight from another thread (abort(), shrink with abort).
+  static constexpr auto abort_entry() {
+    using Entry = decltype(domino_plugin_t::comm_abort);
+    if constexpr (requires(Impl & impl) { impl.abort(); }) {
+      return static_cast<Entry>([](domino_comm_t* c) { self(c).abort(); });
     } else {
       return static_cast<Entry>(nullptr);
     }

@@ -17,7 +17,6 @@ int split(domino_comm_t* parent, int32_t color, int32_t key, const domino_comm_c
 domino_plugin_t make_table() {
   domino_plugin_t table = Table::table("nccl", DOMINO_DEVICE_CUDA);
   table.comm_split = split;
-  table.comm_abort = [](domino_comm_t* comm) { Table::self(comm).abort(); };
   return table;
 }
 

@@ -135,11 +135,22 @@ char* ShmCommunicator::slot(int rank) const {
 }
 
 void ShmCommunicator::check_usable(const char* op) const {
-  if (!broken_reason_.empty()) {
-    throw TransportError(DOMINO_ERR_PEER, std::string(op) + " on " + group_label_ +
-                                              " refused: the group broke earlier (" +
-                                              broken_reason_ +
-                                              "). Destroy the process group and create a new one.");
+  // The shared flag too: another rank (or this one's abort) may have ended the group.
+  const bool shared = barrier_ && barrier_->broken();
+  if (!broken_reason_.empty() || shared) {
+    throw TransportError(
+        DOMINO_ERR_PEER,
+        std::string(op) + " on " + group_label_ + " refused: the group broke earlier (" +
+            (broken_reason_.empty() ? std::string(header_->broken_reason) : broken_reason_) +
+            "). Destroy the process group and create a new one.");
+  }
+}
+
+void ShmCommunicator::abort() {
+  if (barrier_) {
+    barrier_->mark_broken("rank " + std::to_string(rank_) +
+                          " ended the group's communication (ProcessGroup abort(), or "
+                          "shrink_group, which leaves out the ranks it excludes)");
   }
 }
 

@@ -54,6 +54,10 @@ class ShmCommunicator {
   void link_recv(void* data, size_t bytes, int peer);
   void link_wait();
 
+  // From any thread: ends what every rank of the group has in flight on it (they raise within
+  // about 100 ms, naming this rank's abort) and refuses every later call.
+  void abort();
+
   int rank() const { return rank_; }
   int size() const { return size_; }
   size_t slot_bytes() const { return slot_bytes_; }

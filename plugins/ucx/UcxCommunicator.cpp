@@ -104,6 +104,12 @@ UcxCommunicator::~UcxCommunicator() {
 }
 
 UcxCommunicator::Call UcxCommunicator::start(const char* op, const char* algorithm) const {
+  if (aborted_.load()) {
+    throw TransportError(DOMINO_ERR_PEER, std::string("ucx ") + op + " on group '" + group_ +
+                                              "' refused: its communication was aborted (abort, "
+                                              "or shrink_group with SHRINK_ABORT). Destroy the "
+                                              "process group and create a new one.");
+  }
   return Call{op, algorithm, std::chrono::steady_clock::now() + timeout_.load()};
 }
 
@@ -143,8 +149,9 @@ std::string UcxCommunicator::describe_ranks(const std::vector<int>& ranks) const
 }
 
 void UcxCommunicator::finish(const Call& call, std::vector<Transfer>& transfers) {
-  const std::vector<size_t> late = worker_.wait(
-      transfers, call.deadline, call.signature != 0 ? kSignatureMask : 0, call.signature);
+  const std::vector<size_t> late =
+      worker_.wait(transfers, call.deadline, call.signature != 0 ? kSignatureMask : 0,
+                   call.signature, &aborted_);
   // Built only for an error: finish() runs for every message of every collective.
   auto where = [&] {
     return std::string("ucx ") + call.op +
@@ -165,6 +172,12 @@ void UcxCommunicator::finish(const Call& call, std::vector<Transfer>& transfers)
                              "or its root. Every rank must issue the same collectives in the "
                              "same order with the same dtype, op and root; this group cannot "
                              "continue.");
+  }
+  if (aborted_.load() && !late.empty()) {
+    throw TransportError(DOMINO_ERR_PEER, where() +
+                                              ": aborted in flight (abort, or shrink_group with "
+                                              "SHRINK_ABORT). Destroy the process group and "
+                                              "create a new one.");
   }
   if (!late.empty()) {
     std::vector<int> peers;

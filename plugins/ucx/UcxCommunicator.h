@@ -44,6 +44,9 @@ class UcxCommunicator {
   void barrier();
   void send(const domino_buffer_t& buffer, int peer, int32_t tag);
   int recv(const domino_buffer_t& buffer, int peer, int32_t tag);
+  // From any thread: what this communicator has in flight ends within about 10 ms, and every
+  // later call fails (the peers learn of it as of a rank that left: their timeout).
+  void abort() { aborted_.store(true); }
 
  private:
   // What an op is doing, for messages and for the deadline every wait of one op shares.
@@ -77,6 +80,7 @@ class UcxCommunicator {
   std::vector<int64_t> global_ranks_;
   std::string group_;
   std::atomic<std::chrono::milliseconds> timeout_;
+  std::atomic<bool> aborted_{false};
   size_t small_message_bytes_;
   std::string algorithm_;  // forced at creation; "" for none
   uint64_t comm_id_;

@@ -236,7 +236,8 @@ bool UcxWorker::poll(std::vector<Transfer>& transfers) {
 
 std::vector<size_t> UcxWorker::wait(std::vector<Transfer>& transfers,
                                     std::chrono::steady_clock::time_point deadline,
-                                    ucp_tag_t check_mask, ucp_tag_t check_value) {
+                                    ucp_tag_t check_mask, ucp_tag_t check_value,
+                                    const std::atomic<bool>* stop) {
   // Spin briefly (small messages complete within microseconds), then sleep until the network
   // or another thread has news, so that ranks sharing few cores leave them to whoever has work.
   // A failed transfer ends the wait at once: its partners would otherwise sit out the timeout.
@@ -277,7 +278,7 @@ std::vector<size_t> UcxWorker::wait(std::vector<Transfer>& transfers,
       continue;
     }
     const auto now = std::chrono::steady_clock::now();
-    if (now >= deadline) {
+    if (now >= deadline || (stop != nullptr && stop->load())) {
       if (armed) stop_sleeping(wake_fd);
       break;
     }

@@ -10,6 +10,7 @@
 
 #include <ucp/api/ucp.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -53,10 +54,11 @@ class UcxWorker {
   // Progresses until every transfer has completed or deadline passes. Returns the indexes of
   // those still incomplete (already cancelled, their endpoints closed); completed ones carry
   // their status. A failed transfer ends the wait at once (the rest are cancelled), and so does
-  // a receive whose sender's tag, under check_mask, is neither check_value nor 0.
+  // a receive whose sender's tag, under check_mask, is neither check_value nor 0. *stop, once
+  // set (from any thread), ends it as the deadline does.
   std::vector<size_t> wait(std::vector<Transfer>& transfers,
                            std::chrono::steady_clock::time_point deadline, ucp_tag_t check_mask = 0,
-                           ucp_tag_t check_value = 0);
+                           ucp_tag_t check_value = 0, const std::atomic<bool>* stop = nullptr);
 
  private:
   UcxWorker();

@@ -1,0 +1,107 @@
+// What ends or shrinks a group: c10d's abort() and dist.shrink_group. The ranks that remain
+// build a new group among themselves over the parent's store; the parent is then ended, so
+// that a rank left out which still calls it is told rather than left waiting.
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+
+#include <string>
+#include <vector>
+
+#include "DeviceTransport.h"
+#include "ProcessGroupDomino.h"
+#include "config/Log.h"
+#include "engine/RoutedComm.h"
+
+namespace domino {
+
+namespace {
+// c10d's SHRINK_ABORT (torch.distributed.distributed_c10d).
+constexpr int kShrinkAbort = 0x01;
+
+std::string rank_list(const std::vector<int64_t>& ranks) {
+  std::string out;
+  for (int64_t r : ranks) out += (out.empty() ? "" : ", ") + std::to_string(r);
+  return "[" + out + "]";
+}
+}  // namespace
+
+void ProcessGroupDomino::abort() {
+  aborted_.store(true);
+  bool all = true;
+  {
+    std::lock_guard<std::mutex> lock(timeout_mutex_);  // a lane may be publishing its comms
+    for (LaneComm& lane : comms_) {
+      if (lane.comm && !lane.comm->abort()) all = false;
+    }
+  }
+  device_->abort("domino: " + label() +
+                 " was aborted (ProcessGroup abort(), or shrink_group); CUDA collectives on it "
+                 "fail from now on. Use the shrunk group, or destroy this one and create a new "
+                 "one.");
+  if (!all) {
+    log_line(LogLevel::kWarn, rank_,
+             label() +
+                 ": a transport of this group has no comm_abort (plugin ABI 3); its work "
+                 "in flight ends only at the group's timeout");
+  }
+}
+
+c10::intrusive_ptr<c10d::Backend> ProcessGroupDomino::shrink(
+    const std::vector<int64_t>& ranks_to_exclude, int shrink_flags,
+    const c10::intrusive_ptr<c10d::Backend::Options>& opts_override) {
+  const std::string what = where("shrink") + " without ranks " + rank_list(ranks_to_exclude);
+  std::vector<bool> excluded(static_cast<size_t>(size_), false);
+  for (int64_t r : ranks_to_exclude) {
+    TORCH_CHECK_VALUE(r >= 0 && r < size_, what, ": rank ", r,
+                      " is not a rank of this group (group ranks 0..", size_ - 1,
+                      "); name the ranks to exclude by their rank in the group");
+    TORCH_CHECK_VALUE(!excluded[static_cast<size_t>(r)], what, ": rank ", r,
+                      " is listed twice; list each rank to exclude once");
+    excluded[static_cast<size_t>(r)] = true;
+  }
+  TORCH_CHECK_VALUE(!ranks_to_exclude.empty() && ranks_to_exclude.size() < excluded.size(), what,
+                    ": exclude at least one rank and keep at least one of the ", size_);
+  TORCH_CHECK(!excluded[static_cast<size_t>(rank_)], what, ": this rank (", rank_,
+              ") is one of those excluded; only the ranks that remain call shrink_group");
+  if ((shrink_flags & kShrinkAbort) != 0) abort();
+
+  std::vector<int64_t> global;
+  int new_rank = -1;
+  for (int r = 0; r < size_; ++r) {
+    if (excluded[static_cast<size_t>(r)]) continue;
+    if (r == rank_) new_rank = static_cast<int>(global.size());
+    global.push_back(global_ranks_[static_cast<size_t>(r)]);
+  }
+  auto options = Options::create(timeout());
+  options->priority = options_->priority;
+  options->group_name = group_name_ + ":shrunk" + std::to_string(shrinks_ + 1);
+  options->global_ranks_in_group.assign(global.begin(), global.end());
+  if (opts_override) {
+    options->timeout = opts_override->timeout;
+    const auto* ours = dynamic_cast<const Options*>(opts_override.get());
+    if (ours != nullptr && !ours->priority.empty()) options->priority = ours->priority;
+  }
+  // Every remaining rank meets under one prefix of the parent's store, apart from the parent's
+  // keys and from any other shrink of it (ranks naming other exclusions never meet).
+  std::string prefix = "domino/shrink/" + std::to_string(++shrinks_) + "/without";
+  for (int64_t r : ranks_to_exclude) prefix += "-" + std::to_string(r);
+  auto store = c10::make_intrusive<c10d::PrefixStore>(prefix + "/", store_);
+  c10::intrusive_ptr<ProcessGroupDomino> shrunk;
+  try {
+    shrunk = c10::make_intrusive<ProcessGroupDomino>(store, new_rank,
+                                                     static_cast<int>(global.size()), options);
+  } catch (const std::exception& e) {
+    C10_THROW_ERROR(DistBackendError,
+                    what +
+                        " failed while the remaining ranks built the new group (every one of "
+                        "them must call shrink_group with the same ranks to exclude, and the "
+                        "store must still serve them): " +
+                        e.what());
+  }
+  if ((shrink_flags & kShrinkAbort) == 0) abort();  // the ranks left out are told, not left waiting
+  log_line(LogLevel::kInfo, rank_,
+           what + ": rank " + std::to_string(rank_) + " is rank " + std::to_string(new_rank) +
+               " of " + std::to_string(global.size()) + " in " + options->group_name);
+  return shrunk;
+}
+
+}  // namespace domino
