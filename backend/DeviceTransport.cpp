@@ -372,6 +372,7 @@ void DeviceTransport::stop_watchdog() {
 }
 
 void DeviceTransport::destroy_communicators() {
+  stop_watchdog();  // first, whoever calls: it aborts the communicators going here
   {
     std::lock_guard<std::mutex> lock(device_mutex_);
     device_communicators_.clear();

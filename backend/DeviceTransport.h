@@ -116,8 +116,9 @@ class DeviceTransport {
   void abort(const std::string& why);
   // For the NCCL communicators made so far: later ones read the group's timeout when made.
   void set_timeout(std::chrono::milliseconds timeout);
-  // Apart, so that the group stops the watchdog before any communicator goes, then takes down
-  // its host communicators before these, as it always has.
+  // Apart, so that the group can stop the watchdog, which aborts these communicators, before
+  // any communicator of the group goes (destroy_communicators() stops it too). Only once the
+  // lanes have stopped: a device op run later would start the watchdog again.
   void stop_watchdog();
   void destroy_communicators();
 

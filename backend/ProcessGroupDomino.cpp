@@ -184,7 +184,15 @@ ProcessGroupDomino::ProcessGroupDomino(const c10::intrusive_ptr<c10d::Store>& st
     C10_THROW_ERROR(DistBackendError,
                     std::string("domino: init of ") + label() + " failed: " + e.what());
   }
-  lanes_.start(binding_.cpus);
+  try {
+    lanes_.start(binding_.cpus);
+  } catch (...) {
+    // No destructor runs for a half-built group: the communicators, which point at the lane
+    // set's pause contexts, go first.
+    lanes_.stop();
+    for (auto& lane : comms_) lane.comm.reset();
+    throw;
+  }
   log_line(LogLevel::kInfo, rank,
            label() + " ready: " + std::to_string(layout_.hosts.size()) + " host(s) (" + hosts +
                "), intra-host transport " + plugin_->name + ", inter-host transport " +

@@ -204,7 +204,9 @@ class ProcessGroupDomino : public c10d::Backend {
   const char* device_path() const;
   // Whether this build can move CUDA tensors over NCCL at all.
   bool has_device_transport() const;
-  // The comm streams made so far, one per lane ("high", "normal", "low", "p2p") and device.
+  // The comm streams made so far, one per lane ("high", "normal", "low", "send:P", "recv:P",
+  // "recv:any") and device; DeviceTransport keeps its own copy of the struct, as its header is
+  // not installed.
   struct CommStream {
     std::string lane;
     int device;

@@ -1,5 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <atomic>
+
 #include "engine/LaneSet.h"
 #include "engine/ProgressLane.h"
 
@@ -33,6 +38,29 @@ TEST(LaneSet, TheLowLaneRunsNicerOnTheRanksCores) {
   EXPECT_EQ(LaneSet::placement(kNormal, {3}).nice, 0);
   EXPECT_GT(LaneSet::placement(kLow, {3}).nice, 0);
   EXPECT_EQ(LaneSet::placement(kLow, {3, 4}).cpus, (std::vector<int>{3, 4}));
+}
+
+// The group's shutdown relies on it: a job queued without waking its lane still runs before the
+// lane's thread is joined, and the low lane's thread really runs nicer.
+TEST(LaneSet, StopRunsEveryQueuedJobAndTheLowLaneThreadIsNicer) {
+  LaneSet lanes;
+  lanes.start({});
+  std::atomic<int> ran{0};
+  std::atomic<int> low_nice{-100}, normal_nice{-100};
+  lanes.lane(Route::kCollective, kLow)->submit([&] {
+    low_nice = getpriority(PRIO_PROCESS, static_cast<id_t>(gettid()));
+  });
+  lanes.lane(Route::kCollective, kNormal)->submit([&] {
+    normal_nice = getpriority(PRIO_PROCESS, static_cast<id_t>(gettid()));
+  });
+  for (int i = 0; i < 20; ++i) {
+    for (Route route : {Route::kCollective, Route::kSend, Route::kRecv}) {
+      lanes.lane(route, kNormal)->submit([&] { ++ran; }, /*wake=*/false);
+    }
+  }
+  lanes.stop();
+  EXPECT_EQ(ran.load(), 60);
+  EXPECT_GT(low_nice.load(), normal_nice.load());
 }
 
 TEST(LaneSet, LowerLanesPauseWhileAMoreUrgentOneHasCollectivesPending) {
