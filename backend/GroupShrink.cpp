@@ -24,6 +24,12 @@ std::string rank_list(const std::vector<int64_t>& ranks) {
 }
 }  // namespace
 
+std::string ProcessGroupDomino::aborted_message(const char* op) const {
+  return where(op) +
+         ": the group was ended (ProcessGroup abort(), or shrink_group, which ends the group it "
+         "shrinks); use the shrunk group, or destroy this one and create a new one";
+}
+
 void ProcessGroupDomino::abort() {
   aborted_.store(true);
   bool all = true;

@@ -327,13 +327,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
                              : static_cast<int>(Priority::kNormal);
   ProgressLane* lane = lanes_.lane(route, lane_index);
   TORCH_CHECK(lane != nullptr, where(op), ": the process group was shut down");
-  if (aborted_.load()) {
-    C10_THROW_ERROR(DistBackendError,
-                    where(op) +
-                        ": the group was aborted (ProcessGroup abort(), or shrink_group "
-                        "with SHRINK_ABORT); use the shrunk group, or destroy this one and "
-                        "create a new one");
-  }
+  if (aborted_.load()) C10_THROW_ERROR(DistBackendError, aborted_message(op));
   auto work = c10::make_intrusive<Work>(rank_, type, std::move(tensors.outputs));
   ++sequence_;
   const bool counted = route == Route::kCollective;
@@ -357,6 +351,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
     std::optional<at::RecordFunction> record;
     if (profiled) record_op(record, op, inputs);
     try {
+      // Queued before an abort, run after it: fails at once instead of making communicators.
+      if (aborted_.load()) throw std::runtime_error(aborted_message(op));
       if (on_device) {
         device_->run(*work, body, lane_index, *on_device);  // completes it on its comm stream
       } else {

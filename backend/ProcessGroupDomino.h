@@ -229,6 +229,7 @@ class ProcessGroupDomino : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> gather_flat(at::Tensor& output, at::Tensor& input,
                                              const c10d::GatherOptions& opts);
   std::string where(const char* op) const;
+  std::string aborted_message(const char* op) const;
   // An op's tensors: what its Work holds and returns (outputs) and what its profiler event
   // shows (inputs, as Gloo's events do; the outputs when they are the inputs).
   struct OpTensors {

@@ -45,11 +45,13 @@ std::string GroupBarrier::absent_ranks(uint64_t phase, bool* any_dead) const {
 }
 
 void GroupBarrier::mark_broken(const std::string& reason) {
+  // 1 while the first rank to fail writes its reason, 2 once readers may take it.
   uint32_t expected = 0;
   if (header_->broken.compare_exchange_strong(expected, 1)) {
     const size_t n = std::min(reason.size(), sizeof(header_->broken_reason) - 1);
     std::memcpy(header_->broken_reason, reason.data(), n);
     header_->broken_reason[n] = '\0';
+    header_->broken.store(2, std::memory_order_release);
   }
   notify(header_->barrier_word);
   for (int r = 0; r < size_; ++r) notify(ranks_[r].mailbox);
@@ -60,11 +62,20 @@ void GroupBarrier::fail(domino_status_t status, const std::string& message) {
   throw TransportError(status, message);
 }
 
+std::string GroupBarrier::broken_reason() const {
+  // The writer holds state 1 for one short copy; a reader never waits on it for long.
+  for (int spin = 0; spin < 100000 && header_->broken.load(std::memory_order_acquire) == 1;
+       ++spin) {
+    sched_yield();
+  }
+  if (header_->broken.load(std::memory_order_acquire) != 2) return "no reason given yet";
+  return header_->broken_reason;
+}
+
 void GroupBarrier::throw_if_broken(const std::string& what) const {
   if (!broken()) return;
-  throw TransportError(DOMINO_ERR_PEER,
-                       what + " on " + group_label_ +
-                           " aborted because another rank failed: " + header_->broken_reason);
+  throw TransportError(DOMINO_ERR_PEER, what + " on " + group_label_ +
+                                            " ended because the group broke: " + broken_reason());
 }
 
 void GroupBarrier::check_health(std::chrono::steady_clock::time_point now, Deadline deadline,

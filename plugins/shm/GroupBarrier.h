@@ -29,6 +29,8 @@ class GroupBarrier {
   // Tells peers waiting on this group to give up, with why.
   void mark_broken(const std::string& reason);
   bool broken() const { return header_->broken.load() != 0; }
+  // Why, once whoever broke it has written that down.
+  std::string broken_reason() const;
 
  private:
   bool all_arrived(uint64_t phase) const;

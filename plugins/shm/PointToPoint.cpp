@@ -37,7 +37,7 @@ void PointToPoint::check_usable(const char* op) const {
   if (health_->broken()) {
     throw TransportError(DOMINO_ERR_PEER, std::string(op) + " on " + group_label_ +
                                               " refused: the group broke earlier (" +
-                                              header_->broken_reason + ")");
+                                              health_->broken_reason() + ")");
   }
 }
 

@@ -138,11 +138,11 @@ void ShmCommunicator::check_usable(const char* op) const {
   // The shared flag too: another rank (or this one's abort) may have ended the group.
   const bool shared = barrier_ && barrier_->broken();
   if (!broken_reason_.empty() || shared) {
-    throw TransportError(
-        DOMINO_ERR_PEER,
-        std::string(op) + " on " + group_label_ + " refused: the group broke earlier (" +
-            (broken_reason_.empty() ? std::string(header_->broken_reason) : broken_reason_) +
-            "). Destroy the process group and create a new one.");
+    throw TransportError(DOMINO_ERR_PEER,
+                         std::string(op) + " on " + group_label_ +
+                             " refused: the group broke earlier (" +
+                             (broken_reason_.empty() ? barrier_->broken_reason() : broken_reason_) +
+                             "). Destroy the process group and create a new one.");
   }
 }
 

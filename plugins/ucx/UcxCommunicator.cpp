@@ -107,7 +107,7 @@ UcxCommunicator::Call UcxCommunicator::start(const char* op, const char* algorit
   if (aborted_.load()) {
     throw TransportError(DOMINO_ERR_PEER, std::string("ucx ") + op + " on group '" + group_ +
                                               "' refused: its communication was aborted (abort, "
-                                              "or shrink_group with SHRINK_ABORT). Destroy the "
+                                              "or shrink_group). Destroy the "
                                               "process group and create a new one.");
   }
   return Call{op, algorithm, std::chrono::steady_clock::now() + timeout_.load()};
@@ -175,9 +175,8 @@ void UcxCommunicator::finish(const Call& call, std::vector<Transfer>& transfers)
   }
   if (aborted_.load() && !late.empty()) {
     throw TransportError(DOMINO_ERR_PEER, where() +
-                                              ": aborted in flight (abort, or shrink_group with "
-                                              "SHRINK_ABORT). Destroy the process group and "
-                                              "create a new one.");
+                                              ": aborted in flight (abort, or shrink_group). "
+                                              "Destroy the process group and create a new one.");
   }
   if (!late.empty()) {
     std::vector<int> peers;

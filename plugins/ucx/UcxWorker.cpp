@@ -223,6 +223,8 @@ bool UcxWorker::poll(std::vector<Transfer>& transfers) {
       continue;
     }
     t.status = status;
+    // A send that failed leaves its endpoint unusable: the next user of the peer reconnects.
+    if (!t.is_receive && status != UCS_OK) drop_endpoint(t.peer_address);
     // A truncated message was matched too: its tag says what the sender was doing.
     if (t.is_receive && (status == UCS_OK || status == UCS_ERR_MESSAGE_TRUNCATED)) {
       t.sender_tag = t.info->sender_tag;

@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from . import _C
+from . import _C, _shrink
 from ._C import Options, ProcessGroupDomino, algorithms
 
 __all__ = [
@@ -102,6 +102,7 @@ def _register() -> None:
 
 
 _register()
+_shrink.install(BACKEND_NAME)
 
 from ._topology import topology  # noqa: E402  (needs the backend registered)
 from . import overlap  # noqa: E402,F401

@@ -79,20 +79,24 @@ def excluded_calls_old_group(rank: int, world: int) -> dict:
 
 
 def after_kill(rank: int, world: int, victims: list) -> dict:
-    """Every rank streams all-reduces; the victims are SIGKILLed (ranks.py). The survivors catch
-    the error, shrink with SHRINK_ABORT and go on: times from the error to the first all-reduce
-    on the shrunk group."""
+    """Every rank streams all-reduces; after 20 of them the victims SIGKILL themselves. The
+    survivors catch the error, shrink with SHRINK_ABORT and go on: times from the error to the
+    first all-reduce on the shrunk group."""
+    import signal
+
     from torch.distributed.distributed_c10d import SHRINK_ABORT
 
     big = torch.ones(1 << 20)
     error = ""
     try:
-        for _ in range(100000):
+        for step in range(100000):
+            if rank in victims and step == 20:
+                os.kill(os.getpid(), signal.SIGKILL)
             dist.all_reduce(big)
     except RuntimeError as e:
         error = str(e)
-    if rank in victims:  # saw another victim die first: waits for its own kill
-        time.sleep(60)
+    if rank in victims:  # saw another victim die first: dies as planned
+        os.kill(os.getpid(), signal.SIGKILL)
     caught = time.monotonic()
     dist.shrink_group(sorted(victims), shrink_flags=SHRINK_ABORT)
     first = torch.full((16,), float(rank))
@@ -153,7 +157,7 @@ def abort_in_flight(rank: int, world: int) -> dict:
     import threading
 
     if rank == world - 1:
-        time.sleep(4.0)  # never joins in time; leaves after the others gave up
+        time.sleep(15.0)  # never joins: only the abort can end the others' wait in time
         return {"absent": True}
     work = dist.all_reduce(torch.ones(100), async_op=True)
     if rank == 0:

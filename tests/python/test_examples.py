@@ -119,3 +119,13 @@ def test_finetune_hf_starts_at_the_models_own_loss_and_learns(tmp_path):
     assert abs(losses[0] - reference) <= 1e-5 * reference, (reference, losses)
     assert losses[-1] < losses[0]  # it learns
     assert "replicated weights equal on every rank: True" in done.stdout
+
+
+def test_elastic_ddp_survives_a_sigkill_and_matches_a_fresh_run():
+    # 4 ranks, rank 3 SIGKILLed at step 10; the survivors shrink and go on to step 30, and their
+    # losses equal a fresh 3-rank run from the state at step 10.
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "python" / "elastic_ddp.py")],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "OK: after the shrink, losses equal a fresh 3-rank run from step 10" in done.stdout
+    assert "step 10 failed" in done.stdout and "rank(s) 3" in done.stdout, done.stdout[-3000:]

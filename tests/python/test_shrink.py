@@ -31,12 +31,10 @@ def test_a_rank_left_out_that_calls_the_old_group_is_told():
 def test_survivors_of_a_sigkill_shrink_and_go_on(world, victims, layout):
     before = domino_shm_segments()
     rank_env = host_env(LAYOUTS[layout]) if layout else None
-    results = run_ranks(world, "shrink_workers.after_kill", victims,
-                        kill_after_s={v: 3.0 for v in victims}, group_timeout_s=20,
+    results = run_ranks(world, "shrink_workers.after_kill", victims, group_timeout_s=20,
                         rank_env=rank_env, timeout=150)
     for v in victims:
-        assert results[v].returncode in (-9, 0), results[v].output[-2000:]
-    assert any(results[v].returncode == -9 for v in victims)
+        assert results[v].returncode == -9, results[v].output[-2000:]
     survivors = [r for r in results if r.rank not in victims]
     for r in survivors:
         assert r.ok, r.output[-4000:]
@@ -70,6 +68,7 @@ def test_shrinking_one_by_one_leaks_no_thread_or_descriptor():
 def test_abort_ends_work_in_flight_on_every_rank_and_later_ops_name_it():
     values = assert_all_ok(run_ranks(3, "shrink_workers.abort_in_flight", group_timeout_s=60))
     for value in values[:2]:
-        assert value["error"], value
-        assert value["seconds"] < 5, value
-        assert "aborted" in value["later"], value
+        # Rank 0 aborts 1 s in; rank 2 stays away for 15 s, so nothing else ends the wait.
+        assert "ended the group's communication" in value["error"], value
+        assert value["seconds"] < 4, value
+        assert "abort()" in value["later"], value  # refused, naming the abort
