@@ -3,6 +3,7 @@
 // that a rank left out which still calls it is told rather than left waiting.
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -54,9 +55,12 @@ void ProcessGroupDomino::abort() {
 c10::intrusive_ptr<c10d::Backend> ProcessGroupDomino::shrink(
     const std::vector<int64_t>& ranks_to_exclude, int shrink_flags,
     const c10::intrusive_ptr<c10d::Backend::Options>& opts_override) {
-  const std::string what = where("shrink") + " without ranks " + rank_list(ranks_to_exclude);
+  std::vector<int64_t> leaving = ranks_to_exclude;
+  std::sort(leaving.begin(), leaving.end());
+  std::string what = where("shrink") + " without group ranks " + rank_list(leaving);
   std::vector<bool> excluded(static_cast<size_t>(size_), false);
-  for (int64_t r : ranks_to_exclude) {
+  for (size_t i = 0; i < leaving.size(); ++i) {
+    const int64_t r = leaving[i];
     TORCH_CHECK_VALUE(r >= 0 && r < size_, what, ": rank ", r,
                       " is not a rank of this group (group ranks 0..", size_ - 1,
                       "); name the ranks to exclude by their rank in the group");
@@ -64,11 +68,36 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupDomino::shrink(
                       " is listed twice; list each rank to exclude once");
     excluded[static_cast<size_t>(r)] = true;
   }
-  TORCH_CHECK_VALUE(!ranks_to_exclude.empty() && ranks_to_exclude.size() < excluded.size(), what,
+  TORCH_CHECK_VALUE(!leaving.empty() && leaving.size() < excluded.size(), what,
                     ": exclude at least one rank and keep at least one of the ", size_);
+  std::vector<int64_t> leaving_global;
+  for (int64_t r : leaving) leaving_global.push_back(global_ranks_[static_cast<size_t>(r)]);
+  what += " (global " + rank_list(leaving_global) + ")";
   TORCH_CHECK(!excluded[static_cast<size_t>(rank_)], what, ": this rank (", rank_,
               ") is one of those excluded; only the ranks that remain call shrink_group");
-  if ((shrink_flags & kShrinkAbort) != 0) abort();
+  const bool abort_first = (shrink_flags & kShrinkAbort) != 0;
+  // NCCL's contract: a graceful shrink does not silently end work the caller still waits for.
+  TORCH_CHECK(abort_first || lanes_.pending() == 0, what, ": ", lanes_.pending(),
+              " collective(s) of this group are still queued or running; wait for them, or "
+              "pass shrink_flags=SHRINK_ABORT to end them");
+
+  // Every remaining rank meets under one prefix of the parent's store, apart from the parent's
+  // keys and from other shrinks of it (ranks naming other exclusions never meet). Counted on
+  // success only, so that a failed attempt can be repeated by every rank alike.
+  std::string prefix = "domino/shrink/" + std::to_string(shrinks_ + 1) + "/without";
+  for (int64_t r : leaving) prefix += "-" + std::to_string(r);
+  auto store = c10::make_intrusive<c10d::PrefixStore>(prefix + "/", store_);
+  try {
+    // Before anything is ended: a store that no longer serves (a TCPStore on a rank that died)
+    // must fail the shrink while the parent group is still whole.
+    store->set("alive/" + std::to_string(rank_), std::vector<uint8_t>{1});
+  } catch (const std::exception& e) {
+    C10_THROW_ERROR(DistBackendError,
+                    what + ": the group's store no longer serves (" + e.what() +
+                        "); shrinking needs a store that outlives the ranks left out (a "
+                        "FileStore, or torchrun's agent store)");
+  }
+  if (abort_first) abort();
 
   std::vector<int64_t> global;
   int new_rank = -1;
@@ -86,24 +115,19 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupDomino::shrink(
     const auto* ours = dynamic_cast<const Options*>(opts_override.get());
     if (ours != nullptr && !ours->priority.empty()) options->priority = ours->priority;
   }
-  // Every remaining rank meets under one prefix of the parent's store, apart from the parent's
-  // keys and from any other shrink of it (ranks naming other exclusions never meet).
-  std::string prefix = "domino/shrink/" + std::to_string(++shrinks_) + "/without";
-  for (int64_t r : ranks_to_exclude) prefix += "-" + std::to_string(r);
-  auto store = c10::make_intrusive<c10d::PrefixStore>(prefix + "/", store_);
   c10::intrusive_ptr<ProcessGroupDomino> shrunk;
   try {
     shrunk = c10::make_intrusive<ProcessGroupDomino>(store, new_rank,
                                                      static_cast<int>(global.size()), options);
-  } catch (const std::exception& e) {
-    C10_THROW_ERROR(DistBackendError,
-                    what +
-                        " failed while the remaining ranks built the new group (every one of "
-                        "them must call shrink_group with the same ranks to exclude, and the "
-                        "store must still serve them): " +
-                        e.what());
+  } catch (const c10::Error& e) {
+    C10_THROW_ERROR(DistBackendError, what +
+                                          " failed while the remaining ranks built the new "
+                                          "group (every one of them must call shrink_group "
+                                          "with the same ranks to exclude): " +
+                                          e.what_without_backtrace());
   }
-  if ((shrink_flags & kShrinkAbort) == 0) abort();  // the ranks left out are told, not left waiting
+  ++shrinks_;
+  if (!abort_first) abort();  // the ranks left out are told, not left waiting
   log_line(LogLevel::kInfo, rank_,
            what + ": rank " + std::to_string(rank_) + " is rank " + std::to_string(new_rank) +
                " of " + std::to_string(global.size()) + " in " + options->group_name);

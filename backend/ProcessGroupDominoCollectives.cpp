@@ -479,6 +479,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::barrier(const c10d::BarrierOp
 }
 
 void ProcessGroupDomino::monitoredBarrier(const c10d::BarrierOptions& opts, bool waitAllRanks) {
+  if (aborted_.load()) C10_THROW_ERROR(DistBackendError, aborted_message("monitored_barrier"));
   const std::chrono::milliseconds budget =
       opts.timeout == c10d::kUnsetTimeout ? timeout() : opts.timeout;
   // The others wait for rank 0's verdict as long as rank 0 may take, and the group timeout at

@@ -56,6 +56,12 @@ void LaneSet::finished(int priority) {
   pending_[static_cast<size_t>(priority)].fetch_sub(1);
 }
 
+int LaneSet::pending() const {
+  int total = 0;
+  for (const auto& count : pending_) total += count.load();
+  return total;
+}
+
 bool LaneSet::higher_priority_pending(int priority) const {
   for (int higher = 0; higher < priority; ++higher) {
     if (pending_[static_cast<size_t>(higher)].load(std::memory_order_relaxed) > 0) return true;

@@ -45,6 +45,8 @@ class LaneSet {
   void queued(int priority);
   void finished(int priority);
   bool higher_priority_pending(int priority) const;
+  // Collectives queued or running on the priority lanes, all of them.
+  int pending() const;
   // Per priority lane, for observability and tests.
   std::array<uint64_t, kPriorities> issued() const;
 

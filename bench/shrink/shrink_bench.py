@@ -14,6 +14,7 @@ die together.
 from __future__ import annotations
 
 import argparse
+import datetime
 import csv
 import json
 import os
@@ -43,7 +44,8 @@ def worker(args) -> None:
 
     torch.set_num_threads(1)
     dist.init_process_group("domino", init_method=f"file://{args.store}", rank=args.rank,
-                            world_size=args.world)
+                            world_size=args.world,
+                            timeout=datetime.timedelta(seconds=args.group_timeout))
     victims = json.loads(args.victims)
     big = torch.ones(1 << 18)  # 1 MiB
     step = 0
@@ -68,14 +70,15 @@ def worker(args) -> None:
     dist.destroy_process_group()
 
 
-def one_run(layout: dict, kill_step: int) -> dict:
+def one_run(layout: dict, kill_step: int, group_timeout: float) -> dict:
     with tempfile.TemporaryDirectory(prefix="domino-shrink-bench-") as tmp:
         procs = []
         for rank in range(layout["world"]):
             env = dict(os.environ, OMP_NUM_THREADS="1")
             if layout["hosts"]:
                 env["DOMINO_HOST_ID"] = layout["hosts"][rank]
-            cmd = [sys.executable, __file__, "--worker", "--rank", str(rank), "--world",
+            cmd = [sys.executable, __file__, "--worker", "--group-timeout", str(group_timeout),
+                   "--rank", str(rank), "--world",
                    str(layout["world"]), "--store", f"{tmp}/store", "--out", tmp, "--victims",
                    json.dumps(layout["victims"]), "--kill-step", str(kill_step)]
             procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
@@ -101,13 +104,15 @@ def main() -> None:
     parser.add_argument("--victims", default="[]")
     parser.add_argument("--kill-step", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--group-timeout", type=float, default=10.0,
+                        help="seconds; how long a rank waits for a peer that never answers")
     parser.add_argument("--results", default=str(ROOT / "bench" / "results" / "shrink"))
     args = parser.parse_args()
     if args.worker:
         return worker(args)
     rows = []
     for name, layout in LAYOUTS.items():
-        runs = [one_run(layout, args.kill_step) for _ in range(args.repeats)]
+        runs = [one_run(layout, args.kill_step, args.group_timeout) for _ in range(args.repeats)]
         for key in ("detected_s", "recovered_s"):
             values = [r[key] for r in runs]
             rows.append({"layout": name, "measure": key.removesuffix("_s"),
@@ -122,7 +127,8 @@ def main() -> None:
         writer.writeheader()
         writer.writerows(rows)
     lines = ["# From a SIGKILL to the survivors' first all-reduce on the shrunk group", "",
-             f"domino; {args.repeats} runs per layout; 1 MiB all-reduces streaming when the victims "
+             f"domino; {args.repeats} runs per layout; group timeout {args.group_timeout:g} s; "
+             "1 MiB all-reduces streaming when the victims "
              "die; times from the first victim's death to the slowest survivor's error "
              "(detected) and to its first all-reduce on the shrunk group (recovered)", "",
              "| layout | measure | median ms | worst ms | runs |", "|---|---|---:|---:|---:|"]

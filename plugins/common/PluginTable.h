@@ -159,7 +159,13 @@ struct PluginTable {
   static constexpr auto abort_entry() {
     using Entry = decltype(domino_plugin_t::comm_abort);
     if constexpr (requires(Impl & impl) { impl.abort(); }) {
-      return static_cast<Entry>([](domino_comm_t* c) { self(c).abort(); });
+      // No exception may cross the C ABI; an abort that could not even be noted changes nothing.
+      return static_cast<Entry>([](domino_comm_t* c) {
+        try {
+          self(c).abort();
+        } catch (...) {
+        }
+      });
     } else {
       return static_cast<Entry>(nullptr);
     }
