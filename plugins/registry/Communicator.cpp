@@ -140,17 +140,17 @@ void Communicator::allreduce(const domino_buffer_t& send, domino_buffer_t& recv,
       raise(plugin_, status, err, ("allreduce (" + name + ")").c_str());
     }
   }
+  // A name no links algorithm has (a transport's own, as shared memory's "direct") is no choice.
+  const std::string_view handed_down =
+      !algorithm.empty() && algorithms::find_allreduce(algorithm) != nullptr ? algorithm
+                                                                             : std::string_view();
   // Without allreduce_with, a name handed down runs over the links where the plugin has them
   // (shared memory under DOMINO_ALGO=intra:ring); its own all-reduce serves every other call.
-  const bool by_name = !algorithm.empty() && plugin_->allreduce_with == nullptr &&
-                       recv.device < 0 && PluginLinks::available(plugin_) &&
-                       algorithms::find_allreduce(algorithm) != nullptr;
+  const bool by_name = !handed_down.empty() && plugin_->allreduce_with == nullptr &&
+                       recv.device < 0 && PluginLinks::available(plugin_);
   if (!by_name && native(plugin_->allreduce, "allreduce", recv, &send, &recv, op)) return;
   const size_t bytes = recv.count * dtype_size(recv.dtype);
   if (send.ptr != recv.ptr && bytes > 0) std::memcpy(recv.ptr, send.ptr, bytes);
-  // A name no links algorithm has (a transport's own, as shared memory's "direct") is no choice.
-  const std::string_view handed_down =
-      algorithms::find_allreduce(algorithm) != nullptr ? algorithm : std::string_view();
   const std::string_view chosen = algorithms::resolve_allreduce_algorithm(
       handed_down, links_allreduce_, bytes, size_, small_message_bytes_);
   PluginLinks l = links("allreduce");
