@@ -2,7 +2,6 @@
 // costs), which transports they load, and where this rank's communication runs.
 #include <sched.h>
 
-#include <filesystem>
 #include <map>
 #include <mutex>
 
@@ -12,6 +11,7 @@
 #include "config/Record.h"
 #include "config/WireSettings.h"
 #include "engine/LinkProbe.h"
+#include "plugins/common/Directory.h"
 #include "plugins/registry/Communicator.h"
 #include "plugins/registry/PluginLinks.h"
 #include "plugins/registry/PluginRegistry.h"
@@ -231,7 +231,7 @@ void ProcessGroupDomino::bind() {
     // user chose (UCX's own UCX_NET_DEVICES wins). UCX reads it when it starts, once per process.
     if (!layout_.single_host() && topo.nics.size() > 1 && !binding_.nic.empty() &&
         std::getenv("UCX_NET_DEVICES") == nullptr &&
-        std::filesystem::exists("/sys/class/net/" + binding_.nic)) {
+        path_exists("/sys/class/net/" + binding_.nic)) {
       setenv("UCX_NET_DEVICES", binding_.nic.c_str(), 0);
     }
   } catch (const std::exception& e) {

@@ -8,7 +8,6 @@
 
 #include <torch/version.h>
 #include <cstdlib>
-#include <filesystem>
 #include <map>
 
 #include "DeviceTransport.h"

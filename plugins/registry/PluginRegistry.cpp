@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
-#include <filesystem>
 
+#include "plugins/common/Directory.h"
 #include "plugins/common/TransportError.h"
 #include "plugins/shm/ShmPlugin.h"
 #include "plugins/ucx/UcxPlugin.h"
@@ -55,14 +55,12 @@ PluginRegistry::PluginRegistry(const std::vector<std::string>& search_path) {
   add(domino_nccl_plugin(), "built-in");
 #endif
   for (const std::string& dir : search_path) {
-    std::error_code ec;
-    if (dir.empty() || !std::filesystem::is_directory(dir, ec)) continue;
+    if (dir.empty() || !is_directory(dir)) continue;
     std::vector<std::string> files;
-    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-      const std::string name = entry.path().filename().string();
+    for (const std::string& name : directory_entries(dir)) {
       if (name.rfind(kPrefix, 0) == 0 && name.size() > std::string(kPrefix).size() + 3 &&
           name.compare(name.size() - 3, 3, kSuffix) == 0) {
-        files.push_back(entry.path().string());
+        files.push_back(dir + (dir.back() == '/' ? "" : "/") + name);
       }
     }
     std::sort(files.begin(), files.end());  // deterministic when two directories disagree

@@ -8,9 +8,9 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <filesystem>
 #include <thread>
 
+#include "plugins/common/Directory.h"
 #include "plugins/common/TransportError.h"
 
 namespace domino::ucx {
@@ -30,9 +30,7 @@ namespace {
 constexpr const char* kTcpEagerLimit = "64M";
 
 bool host_has_rdma_device() {
-  std::error_code error;
-  const std::filesystem::path devices("/sys/class/infiniband");
-  return std::filesystem::exists(devices, error) && !std::filesystem::is_empty(devices, error);
+  return !directory_entries("/sys/class/infiniband").empty();
 }
 
 // This thread's wake descriptor (an eventfd), or -1 when none can be made.
