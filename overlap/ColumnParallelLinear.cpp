@@ -1,7 +1,8 @@
 #include "ColumnParallelLinear.h"
 
+#include "DeferredReduction.h"
+
 #include <ATen/Functions.h>
-#include <ATen/SequenceNumber.h>
 #include <ATen/autocast_mode.h>
 #include <torch/csrc/autograd/custom_function.h>
 
@@ -17,54 +18,6 @@ namespace domino::overlap {
 namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
-
-// Autograd nodes live in shared_ptr up to torch 2.11 and in intrusive_ptr after; the wait keeps
-// a weak reference of whichever kind.
-using NodePtr = std::decay_t<decltype(std::declval<const at::Tensor&>().grad_fn())>;
-template <class Strong>
-struct WeakOf;
-template <class T>
-struct WeakOf<std::shared_ptr<T>> {
-  using type = std::weak_ptr<T>;
-};
-template <class T>
-struct WeakOf<c10::intrusive_ptr<T>> {
-  using type = c10::weak_intrusive_ptr<T>;
-};
-using WeakNodePtr = typename WeakOf<NodePtr>::type;
-
-// An input-gradient reduction left in flight by the linear's backward, and the node that waits
-// for it: the wait sits on the input's path, so nothing reads the gradient before it is summed.
-struct DeferredReduction : torch::CustomClassHolder {
-  c10::intrusive_ptr<c10d::Work> work;
-  uint64_t floor = 0;  // first sequence number of the forward pass that made the wait
-  WeakNodePtr wait_node{NodePtr()};
-};
-
-thread_local uint64_t pass_floor = 0;
-
-// Below every node of the forward pass (the engine runs the highest sequence number first), and
-// the earliest reduction first: all other ready work, such as another micro-batch's backward,
-// runs before the engine blocks on a reduction.
-uint64_t deferred_wait_priority(uint64_t floor) {
-  thread_local uint64_t issued = 0;
-  return floor == 0 ? 0 : floor - 1 - (issued++ % floor);
-}
-
-struct WaitForInputGradient : public torch::autograd::Function<WaitForInputGradient> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input,
-                            const c10::intrusive_ptr<DeferredReduction>& slot) {
-    ctx->saved_data["slot"] = c10::IValue::make_capsule(slot);
-    return input.view_as(input);
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    auto slot =
-        c10::static_intrusive_pointer_cast<DeferredReduction>(ctx->saved_data["slot"].toCapsule());
-    wait_for(slot->work);
-    slot->work.reset();
-    return {grads[0], at::Tensor()};
-  }
-};
 
 struct ColumnParallelLinearFunction
     : public torch::autograd::Function<ColumnParallelLinearFunction> {
@@ -119,25 +72,14 @@ struct ColumnParallelLinearFunction
       grad_bias = flat_grad.sum(0);
     }
     if (reduction && ctx->saved_data.count("deferred")) {
-      auto deferred = c10::static_intrusive_pointer_cast<DeferredReduction>(
-          ctx->saved_data["deferred"].toCapsule());
-      deferred->work = std::move(reduction);
-      if (auto node = deferred->wait_node.lock())
-        node->set_sequence_nr(deferred_wait_priority(deferred->floor));
+      c10::static_intrusive_pointer_cast<DeferredReduction>(ctx->saved_data["deferred"].toCapsule())
+          ->issued(std::move(reduction));
     }
     wait_for(reduction);
     return {grad_input, grad_weight, grad_bias, at::Tensor(), at::Tensor()};
   }
 };
 }  // namespace
-
-DeferredWaitScope::DeferredWaitScope() : previous_(pass_floor) {
-  if (previous_ == 0) pass_floor = at::sequence_number::peek();
-}
-
-DeferredWaitScope::~DeferredWaitScope() {
-  pass_floor = previous_;
-}
 
 ColumnParallelLinearImpl::ColumnParallelLinearImpl(int64_t in_features,
                                                    std::vector<int64_t> out_segments, bool bias,
@@ -166,10 +108,7 @@ at::Tensor ColumnParallelLinearImpl::forward(const at::Tensor& input, bool defer
   c10::intrusive_ptr<DeferredReduction> deferred;
   auto routed = input;
   if (defer_input_gradient && input.requires_grad() && group_->size() > 1) {
-    deferred = c10::make_intrusive<DeferredReduction>();
-    deferred->floor = pass_floor;
-    routed = WaitForInputGradient::apply(input, deferred);
-    deferred->wait_node = WeakNodePtr(routed.grad_fn());
+    deferred = DeferredReduction::on_path_of(input, routed);
   }
   return ColumnParallelLinearFunction::apply(routed, weight, bias_or_empty, group_, deferred);
 }

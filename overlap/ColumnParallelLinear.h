@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "DeferredReduction.h"
 #include "ShardedModule.h"
 #include "WeightInit.h"
 
@@ -34,18 +35,5 @@ class ColumnParallelLinearImpl : public ShardedModule {
   at::Tensor bias;
 };
 TORCH_MODULE(ColumnParallelLinear);
-
-// Brackets a forward pass that defers input-gradient waits: the waits it creates rank below
-// every autograd node created inside it. Nests (the outermost pass counts).
-class DeferredWaitScope {
- public:
-  DeferredWaitScope();
-  DeferredWaitScope(const DeferredWaitScope&) = delete;
-  DeferredWaitScope& operator=(const DeferredWaitScope&) = delete;
-  ~DeferredWaitScope();
-
- private:
-  uint64_t previous_;
-};
 
 }  // namespace domino::overlap

@@ -15,6 +15,9 @@ class NormImpl : public ShardedModule {
            WeightInit& init);
   at::Tensor forward(const at::Tensor& input);
 
+  Normalization kind() const { return kind_; }
+  double epsilon() const { return epsilon_; }
+
   at::Tensor weight;
   at::Tensor bias;  // layernorm only
 

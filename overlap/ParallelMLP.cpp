@@ -32,15 +32,19 @@ ParallelMLPImpl::ParallelMLPImpl(const TransformerConfig& config, TensorParallel
                                                     parse_params_dtype(config.params_dtype))) {}
 
 at::Tensor ParallelMLPImpl::activated(const at::Tensor& hidden, bool defer_input_gradient) {
-  auto up = fc1->forward(hidden, defer_input_gradient);
+  return activate(fc1->forward(hidden, defer_input_gradient));
+}
+
+at::Tensor ParallelMLPImpl::activate(const at::Tensor& up) {
   if (activation_ == Activation::kGelu) return at::gelu(up);
   if (activation_ == Activation::kGeluTanh) return at::gelu(up, "tanh");
   const int64_t half = up.size(-1) / 2;
   return at::silu(up.narrow(-1, 0, half)) * up.narrow(-1, half, half);
 }
 
-PendingSum ParallelMLPImpl::project(const at::Tensor& activated, int64_t column_chunks) {
-  return fc2->issue(activated, column_chunks);
+PendingSum ParallelMLPImpl::project(const at::Tensor& activated, int64_t column_chunks,
+                                    bool backward_per_chunk) {
+  return fc2->issue(activated, column_chunks, backward_per_chunk);
 }
 
 at::Tensor ParallelMLPImpl::forward(const at::Tensor& hidden) {

@@ -19,7 +19,10 @@ class ParallelMLPImpl : public ShardedModule {
 
   // [s, b, h] -> activated [s, b, ffn / tp]; defer_input_gradient as in ColumnParallelLinear.
   at::Tensor activated(const at::Tensor& hidden, bool defer_input_gradient = false);
-  PendingSum project(const at::Tensor& activated, int64_t column_chunks);
+  // The same from fc1's output [s, b, fc1's local columns].
+  at::Tensor activate(const at::Tensor& up);
+  PendingSum project(const at::Tensor& activated, int64_t column_chunks,
+                     bool backward_per_chunk = false);
 
   at::Tensor forward(const at::Tensor& hidden);
 

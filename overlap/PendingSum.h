@@ -17,6 +17,9 @@ class PendingSum {
              at::Tensor bias);
 
   bool empty() const { return chunks_.empty(); }
+  int64_t chunks() const { return static_cast<int64_t>(chunks_.size()); }
+  // Chunk k summed, plus its columns of the bias; waits for that chunk's reduction only.
+  at::Tensor chunk(int64_t k);
   at::Tensor resolve();
 
  private:

@@ -1,10 +1,69 @@
 #include "RowParallelLinear.h"
 
 #include <ATen/Functions.h>
+#include <torch/csrc/autograd/custom_function.h>
 
 #include <stdexcept>
 
 namespace domino::overlap {
+
+namespace {
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// The reductions the forward below started, for the caller to wait on.
+struct StartedReductions : torch::CustomClassHolder {
+  std::vector<c10::intrusive_ptr<c10d::Work>> works;
+};
+
+// The product in column chunks, each chunk's all-reduce started as soon as it exists. One node
+// for all chunks, so backward runs one GEMM each for the input and the weight gradient, as a
+// whole product would, instead of a thin GEMM per chunk and a pass summing their input
+// gradients.
+struct ChunkedProductFunction : public torch::autograd::Function<ChunkedProductFunction> {
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& input,
+                               const at::Tensor& weight, int64_t chunks,
+                               const TensorParallelGroupPtr& group,
+                               const c10::intrusive_ptr<StartedReductions>& started) {
+    ctx->save_for_backward({input, weight});
+    const int64_t width = weight.size(0) / chunks;
+    variable_list outputs;
+    for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+      // A fresh GEMM output that autograd does not save, so reducing it in place is safe; the
+      // backward of the sum is the identity on every rank.
+      auto partial = at::matmul(input, weight.narrow(0, chunk * width, width).t());
+      started->works.push_back(group->all_reduce_async(partial));
+      outputs.push_back(std::move(partial));
+    }
+    return outputs;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto& input = saved[0];
+    const auto& weight = saved[1];
+    const int64_t width = weight.size(0) / static_cast<int64_t>(grads.size());
+    c10::ScalarType dtype = input.scalar_type();
+    for (const auto& grad : grads) {
+      if (grad.defined()) dtype = grad.scalar_type();  // the forward's (autocast's) dtype
+    }
+    std::vector<at::Tensor> parts;
+    for (const auto& grad : grads) {
+      auto shape = input.sizes().vec();
+      shape.back() = width;
+      parts.push_back(grad.defined() ? grad : at::zeros(shape, input.options().dtype(dtype)));
+    }
+    const auto grad_out = at::cat(parts, -1);
+    at::Tensor grad_input, grad_weight;
+    if (ctx->needs_input_grad(0)) grad_input = at::matmul(grad_out, weight.to(dtype));
+    if (ctx->needs_input_grad(1)) {
+      grad_weight = at::matmul(grad_out.reshape({-1, grad_out.size(-1)}).t(),
+                               input.to(dtype).reshape({-1, input.size(-1)}));
+    }
+    return {grad_input, grad_weight, at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+}  // namespace
 
 RowParallelLinearImpl::RowParallelLinearImpl(int64_t in_features, int64_t out_features, bool bias,
                                              TensorParallelGroupPtr group, WeightInit& init,
@@ -15,7 +74,8 @@ RowParallelLinearImpl::RowParallelLinearImpl(int64_t in_features, int64_t out_fe
   if (bias) this->bias = register_sharded("bias", init.constant({out_features}, 0.0), {});
 }
 
-PendingSum RowParallelLinearImpl::issue(const at::Tensor& local_input, int64_t column_chunks) {
+PendingSum RowParallelLinearImpl::issue(const at::Tensor& local_input, int64_t column_chunks,
+                                        bool backward_per_chunk) {
   if (local_input.size(-1) != local_in_features()) {
     throw std::invalid_argument(
         "RowParallelLinear: input has " + std::to_string(local_input.size(-1)) +
@@ -29,6 +89,12 @@ PendingSum RowParallelLinearImpl::issue(const at::Tensor& local_input, int64_t c
         " does not divide out_features=" + std::to_string(out_features()));
   }
   const int64_t width = out_features() / column_chunks;
+  if (column_chunks > 1 && !backward_per_chunk) {
+    auto started = c10::make_intrusive<StartedReductions>();
+    auto chunks =
+        ChunkedProductFunction::apply(local_input, weight, column_chunks, group_, started);
+    return PendingSum(std::move(chunks), std::move(started->works), bias);
+  }
   std::vector<at::Tensor> chunks;
   std::vector<c10::intrusive_ptr<c10d::Work>> works;
   for (int64_t chunk = 0; chunk < column_chunks; ++chunk) {

@@ -18,8 +18,13 @@ class RowParallelLinearImpl : public ShardedModule {
   RowParallelLinearImpl(int64_t in_features, int64_t out_features, bool bias,
                         TensorParallelGroupPtr group, WeightInit& init, double init_scale = 1.0);
 
-  // Starts the reduction; `column_chunks` must divide out_features.
-  PendingSum issue(const at::Tensor& local_input, int64_t column_chunks = 1);
+  // Starts the reduction; `column_chunks` must divide out_features. Backward takes the chunks
+  // one by one where `backward_per_chunk` (each chunk's GEMMs run as soon as its output
+  // gradient is there, under the reductions of the other chunks' inputs; what one micro-batch
+  // has to overlap with), else all at once in one GEMM each for the input and the weight
+  // (cheaper, for several micro-batches, whose backward fills that time anyway).
+  PendingSum issue(const at::Tensor& local_input, int64_t column_chunks = 1,
+                   bool backward_per_chunk = false);
   at::Tensor forward(const at::Tensor& local_input) { return issue(local_input).resolve(); }
 
   int64_t out_features() const { return weight.size(0); }

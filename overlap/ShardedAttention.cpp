@@ -38,10 +38,14 @@ ShardedAttentionImpl::ShardedAttentionImpl(const TransformerConfig& config,
 at::Tensor ShardedAttentionImpl::context(const at::Tensor& hidden, BatchDropout& dropout,
                                          int64_t batch_offset, const std::string& dropout_site,
                                          bool defer_input_gradient) {
-  const int64_t seq = hidden.size(0);
-  const int64_t batch = hidden.size(1);
+  return attend(qkv->forward(hidden, defer_input_gradient), dropout, batch_offset, dropout_site);
+}
+
+at::Tensor ShardedAttentionImpl::attend(const at::Tensor& fused, BatchDropout& dropout,
+                                        int64_t batch_offset, const std::string& dropout_site) {
+  const int64_t seq = fused.size(0);
+  const int64_t batch = fused.size(1);
   const int64_t head_dim = config_.head_dim();
-  auto fused = qkv->forward(hidden, defer_input_gradient);
   auto q = fused.narrow(-1, 0, local_heads_ * head_dim).view({seq, batch, local_heads_, head_dim});
   auto k = fused.narrow(-1, local_heads_ * head_dim, local_groups_ * head_dim)
                .view({seq, batch, local_groups_, head_dim});
@@ -64,7 +68,7 @@ at::Tensor ShardedAttentionImpl::context(const at::Tensor& hidden, BatchDropout&
   if (is_training() && config_.attention_dropout > 0.0) {
     // Explicit form so the probabilities' mask comes from this rank's own stream.
     auto scores = at::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim));
-    auto causal = at::ones({seq, seq}, hidden.options().dtype(at::kBool)).triu(1);
+    auto causal = at::ones({seq, seq}, fused.options().dtype(at::kBool)).triu(1);
     auto probs = at::softmax(scores.masked_fill(causal, -std::numeric_limits<double>::infinity()),
                              -1, at::kFloat)
                      .to(q.scalar_type());
@@ -77,8 +81,9 @@ at::Tensor ShardedAttentionImpl::context(const at::Tensor& hidden, BatchDropout&
   return out.permute({2, 0, 1, 3}).reshape({seq, batch, local_heads_ * head_dim});
 }
 
-PendingSum ShardedAttentionImpl::project(const at::Tensor& context, int64_t column_chunks) {
-  return proj->issue(context, column_chunks);
+PendingSum ShardedAttentionImpl::project(const at::Tensor& context, int64_t column_chunks,
+                                         bool backward_per_chunk) {
+  return proj->issue(context, column_chunks, backward_per_chunk);
 }
 
 at::Tensor ShardedAttentionImpl::forward(const at::Tensor& hidden) {

@@ -30,8 +30,12 @@ class ShardedAttentionImpl : public ShardedModule {
   at::Tensor context(const at::Tensor& hidden, BatchDropout& dropout, int64_t batch_offset,
                      const std::string& dropout_site = "attention.probs",
                      bool defer_input_gradient = false);
+  // The same from the qkv projection's output [s, b, (local q, k, v columns)].
+  at::Tensor attend(const at::Tensor& fused, BatchDropout& dropout, int64_t batch_offset,
+                    const std::string& dropout_site = "attention.probs");
   // Output projection, reduction started: column_chunks as in RowParallelLinear::issue.
-  PendingSum project(const at::Tensor& context, int64_t column_chunks);
+  PendingSum project(const at::Tensor& context, int64_t column_chunks,
+                     bool backward_per_chunk = false);
 
   at::Tensor forward(const at::Tensor& hidden);
 

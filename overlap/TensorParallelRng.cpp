@@ -70,6 +70,11 @@ at::Tensor DropMask::apply(const at::Tensor& x) const {
   return dropped.defined() ? x.masked_fill(dropped, 0.0) * scale : x;
 }
 
+DropMask DropMask::columns(int64_t start, int64_t width) const {
+  if (!dropped.defined()) return {};
+  return {dropped.narrow(-1, start, width), scale};
+}
+
 DropMask BatchDropout::mask(const std::string& site, const at::Tensor& like, double p,
                             int64_t batch_dim, int64_t offset, DropoutStream stream) {
   if (!training_ || p <= 0.0 || !rng_) return {};

@@ -46,6 +46,8 @@ struct DropMask {
   double scale = 1.0;
 
   at::Tensor apply(const at::Tensor& x) const;
+  // The mask of columns [start, start + width) of the last dimension.
+  DropMask columns(int64_t start, int64_t width) const;
 };
 
 // Dropout over one forward pass whose masks do not depend on how the batch is cut into

@@ -1,44 +1,12 @@
 #include "TransformerLayer.h"
 
+#include "PartwiseNormLinear.h"
+
 #include <ATen/Functions.h>
 
 #include <stdexcept>
 
 namespace domino::overlap {
-
-MicroBatch MicroBatch::ready(at::Tensor value, int64_t batch_offset) {
-  MicroBatch micro_batch;
-  micro_batch.residual = std::move(value);
-  micro_batch.batch_offset = batch_offset;
-  return micro_batch;
-}
-
-at::Tensor MicroBatch::resolve() {
-  if (delta.empty()) return residual;
-  auto update = delta.resolve();
-  update = dropout.apply(update);
-  residual = residual + update;
-  delta = PendingSum();
-  dropout = DropMask();
-  return residual;
-}
-
-std::vector<MicroBatch> split_batch(const at::Tensor& hidden, int64_t count) {
-  std::vector<MicroBatch> micro_batches;
-  int64_t offset = 0;
-  for (auto& part : at::tensor_split(hidden, count, 1)) {
-    const int64_t rows = part.size(1);
-    micro_batches.push_back(MicroBatch::ready(std::move(part), offset));
-    offset += rows;
-  }
-  return micro_batches;
-}
-
-at::Tensor join_batch(std::vector<MicroBatch>& micro_batches) {
-  std::vector<at::Tensor> parts;
-  for (auto& micro_batch : micro_batches) parts.push_back(micro_batch.resolve());
-  return parts.size() == 1 ? parts[0] : at::cat(parts, 1);
-}
 
 TransformerLayerImpl::TransformerLayerImpl(const TransformerConfig& config, int64_t layer_number,
                                            TensorParallelGroupPtr group, WeightInit& init,
@@ -68,29 +36,49 @@ std::vector<MicroBatch> TransformerLayerImpl::forward_micro_batches(std::vector<
   // With several micro-batches, backward hides each input-gradient reduction behind the other
   // micro-batches' backward; with one, it waits right after its weight GEMM (Megatron).
   const bool defer = inputs.size() > 1;
+  // Column parts: each block's norm and first GEMM take part k as soon as it is summed. With
+  // one rank nothing is summed, and the plain norm then linear is cheaper.
+  const bool partwise = chunks > 1 && group_->size() > 1;
+  auto residual_after = [&](MicroBatch& input, PendingSum delta, const std::string& site) {
+    MicroBatch next;
+    if (partwise) {
+      std::vector<at::Tensor> parts;
+      for (int64_t k = 0; k < input.parts(); ++k) parts.push_back(input.part(k));
+      next = MicroBatch::ready(std::move(parts), input.batch_offset());
+    } else {
+      next = MicroBatch::ready(input.resolve(), input.batch_offset());
+    }
+    // The mask's shape comes from the whole micro-batch, built only where a mask is drawn.
+    const auto mask = config_.hidden_dropout > 0.0
+                          ? dropout.mask(prefix + site, input.like_whole(), config_.hidden_dropout,
+                                         1, input.batch_offset(), DropoutStream::kReplicated)
+                          : DropMask();
+    next.add(std::move(delta), mask);
+    return next;
+  };
   std::vector<MicroBatch> attended;
   for (auto& input : inputs) {
-    auto x = input.resolve();
-    auto context = attention->context(input_norm->forward(x), dropout, input.batch_offset,
-                                      prefix + "attention.probs", defer);
-    MicroBatch next = MicroBatch::ready(x, input.batch_offset);
-    next.delta = attention->project(context, chunks);
-    next.dropout = dropout.mask(prefix + "attention.out", x, config_.hidden_dropout, 1,
-                                input.batch_offset, DropoutStream::kReplicated);
-    attended.push_back(std::move(next));
+    at::Tensor context;
+    if (partwise) {
+      input.cut_columns(chunks);
+      context = attention->attend(partwise_norm_linear(input, *input_norm, *attention->qkv),
+                                  dropout, input.batch_offset(), prefix + "attention.probs");
+    } else {
+      context = attention->context(input_norm->forward(input.resolve()), dropout,
+                                   input.batch_offset(), prefix + "attention.probs", defer);
+    }
+    attended.push_back(
+        residual_after(input, attention->project(context, chunks, !defer), "attention.out"));
   }
   std::vector<MicroBatch> outputs;
   for (auto& input : attended) {
-    auto y = input.resolve();
-    auto activated = mlp->activated(post_attention_norm->forward(y), defer);
-    MicroBatch next = MicroBatch::ready(y, input.batch_offset);
-    next.delta = mlp->project(activated, chunks);
-    next.dropout = dropout.mask(prefix + "mlp.out", y, config_.hidden_dropout, 1,
-                                input.batch_offset, DropoutStream::kReplicated);
-    outputs.push_back(std::move(next));
+    const auto activated =
+        partwise ? mlp->activate(partwise_norm_linear(input, *post_attention_norm, *mlp->fc1))
+                 : mlp->activated(post_attention_norm->forward(input.resolve()), defer);
+    outputs.push_back(residual_after(input, mlp->project(activated, chunks, !defer), "mlp.out"));
   }
   if (config_.overlap == OverlapScope::kIntra) {
-    for (auto& output : outputs) output.resolve();
+    for (auto& output : outputs) output.settle();
   }
   return outputs;
 }

@@ -5,7 +5,10 @@
 //   attn(mb0) -> AR  attn(mb1) -> AR  ...  wait(mb0) mlp(mb0) -> AR  wait(mb1) mlp(mb1) -> AR ...
 //
 // With overlap=inter the MLP reductions are left in flight for the next layer, whose attention on
-// mb0 then hides the last micro-batch's reduction.
+// mb0 then hides the last micro-batch's reduction. Under a column split the hidden state stays in
+// column parts between blocks, and the next block's norm and first GEMM start on part 0 while
+// the later parts are still reducing (PartwiseNormLinear.h); in backward the input-gradient sums
+// are cut alike and each is waited for only by the part's producer.
 #pragma once
 
 #include <torch/nn/pimpl.h>
@@ -14,26 +17,12 @@
 #include <vector>
 
 #include "HiddenStates.h"
+#include "MicroBatch.h"
 #include "Norm.h"
 #include "ParallelMLP.h"
 #include "ShardedAttention.h"
 
 namespace domino::overlap {
-
-// A micro-batch between stages: residual + dropout(delta), where delta may still be reducing.
-struct MicroBatch {
-  at::Tensor residual;
-  PendingSum delta;
-  DropMask dropout;  // applied to delta once it is summed
-  int64_t batch_offset = 0;
-
-  static MicroBatch ready(at::Tensor value, int64_t batch_offset);
-  at::Tensor resolve();
-};
-
-// Cuts [s, b, h] into `count` micro-batches along b (sizes differ by at most one) and back.
-std::vector<MicroBatch> split_batch(const at::Tensor& hidden, int64_t count);
-at::Tensor join_batch(std::vector<MicroBatch>& micro_batches);
 
 class TransformerLayerImpl : public ShardedModule {
  public:

@@ -46,8 +46,9 @@ class TransformerConfig:
 
     ``activation``: ``"gelu"`` (exact), ``"gelu_tanh"`` (GPT-2's) or ``"swiglu"``.
     ``split``: ``"row"`` (micro-batches), ``"column"`` (column chunks of the row-parallel
-    outputs), ``"2d"`` (both) or ``"none"`` (the Megatron-style baseline: nothing cut, every
-    all-reduce waited at once). ``overlap``: ``"intra"`` hides reductions inside each layer,
+    outputs; the hidden state stays in those column parts, and the next norm and GEMM start on
+    each part as soon as it is summed), ``"2d"`` (both) or ``"none"`` (the Megatron-style
+    baseline: nothing cut, every all-reduce waited at once). ``overlap``: ``"intra"`` hides reductions inside each layer,
     ``"inter"`` also lets the last micro-batch's MLP reduction run under the next layer's
     attention. ``qkv_bias`` (``None``: as ``bias``) sets the q/k/v projection's bias alone, as
     Qwen2 has it. ``micro_batches`` and ``overlap`` left as ``None`` follow the split: 2 and

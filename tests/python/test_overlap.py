@@ -117,9 +117,10 @@ def test_reductions_use_the_high_priority_lane_on_domino():
     cfg = dict(hidden_size=48, num_attention_heads=8, num_layers=2, split="2d", micro_batches=2,
                column_chunks=2)
     for counts in assert_all_ok(run_ranks(2, "overlap_workers.lanes_used", cfg)):
-        # forward: 2 layers x 2 blocks x 2 micro-batches x 2 column chunks; backward: one
-        # input-gradient reduction per column-parallel linear (2 per layer) per micro-batch
-        assert counts == {"high": 16 + 8, "normal": 0, "low": 0}
+        # forward: 2 layers x 2 blocks x 2 micro-batches x 2 column chunks; backward, per
+        # column-parallel linear (2 per layer) per micro-batch: its input gradient in the same 2
+        # column parts, the last carrying the gradient of the norm fused into it too
+        assert counts == {"high": 16 + 2 * 2 * 2 * 2, "normal": 0, "low": 0}
 
 
 def test_unshardable_configs_and_bad_inputs_are_named():

@@ -1,0 +1,267 @@
+#include "PartwiseNormLinear.h"
+
+#include "DeferredReduction.h"
+#include "TensorParallelGroup.h"
+
+#include <ATen/Functions.h>
+#include <ATen/autocast_mode.h>
+#include <c10/core/GradMode.h>
+#include <torch/csrc/autograd/custom_function.h>
+
+#include <tuple>
+#include <utility>
+#include <vector>
+
+namespace domino::overlap {
+
+namespace {
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// What the part-by-part forward leaves for backward, and where backward's sums go.
+struct PartwiseState : torch::CustomClassHolder {
+  at::Tensor rstd;  // rmsnorm; layernorm's are recomputed with the normalized input
+  double epsilon = 0;
+  at::Tensor out;
+  TensorParallelGroupPtr group;
+  // Per part, then the norm's parameters: the slot its gradient's sum goes to (none at TP 1).
+  std::vector<c10::intrusive_ptr<DeferredReduction>> slots;
+};
+
+// The whole input's norm-then-linear backward: one GEMM each for the weight and the input
+// gradient, as the plain pair would run. The forward value was computed part by part before.
+// The parts' and the norm parameters' gradients are this rank's partial sums: their all-reduces
+// start here, before the weight GEMM, and each is waited for only where its producer needs it.
+struct NormLinearFunction : public torch::autograd::Function<NormLinearFunction> {
+  static at::Tensor forward(AutogradContext* ctx, at::TensorList parts, const at::Tensor& affine,
+                            const at::Tensor& weight, const at::Tensor& bias,
+                            const c10::intrusive_ptr<PartwiseState>& statistics,
+                            c10::ScalarType compute) {
+    std::vector<at::Tensor> saved(parts.begin(), parts.end());
+    saved.push_back(affine);
+    saved.push_back(weight);
+    ctx->save_for_backward(saved);
+    ctx->saved_data["statistics"] = c10::IValue::make_capsule(statistics);
+    ctx->saved_data["has_bias"] = bias.numel() > 0;
+    ctx->saved_data["compute"] = static_cast<int64_t>(compute);
+    // Handed over, not kept: the statistics outlive forward in ctx, the output must not.
+    return std::exchange(statistics->out, at::Tensor());
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    const auto weight = saved.back();
+    saved.pop_back();
+    const auto affine = saved.back();
+    saved.pop_back();
+    const auto count = static_cast<int64_t>(saved.size());
+    auto state = c10::static_intrusive_pointer_cast<PartwiseState>(
+        ctx->saved_data["statistics"].toCapsule());
+    const auto compute = static_cast<c10::ScalarType>(ctx->saved_data["compute"].toInt());
+    const bool layer_norm = !state->rstd.defined();
+    const int64_t width = saved[0].size(-1);
+    const int64_t hidden = width * count;
+    const auto input = at::cat(saved, -1).reshape({-1, hidden});
+    const auto grad_out = grads[0].to(compute).reshape({-1, grads[0].size(-1)});
+    const auto gain = affine.narrow(0, 0, hidden).to(input.scalar_type());
+    const auto shift =
+        layer_norm ? affine.narrow(0, hidden, hidden).to(input.scalar_type()) : at::Tensor();
+    // The normalized input again, in one fused pass (layernorm also gives its statistics).
+    at::Tensor normalized, mean, rstd;
+    if (layer_norm) {
+      std::tie(normalized, mean, rstd) =
+          at::native_layer_norm(input, {hidden}, gain, shift, state->epsilon);
+    } else {
+      rstd = state->rstd;
+      normalized = input.to(at::kFloat) * rstd;
+    }
+    bool want_parts = false;
+    for (int64_t k = 0; k < count; ++k) want_parts = want_parts || ctx->needs_input_grad(k);
+    const bool want_affine = ctx->needs_input_grad(count);
+    variable_list result(static_cast<size_t>(count) + 5);
+    if (want_parts || want_affine) {
+      const auto grad_norm = at::matmul(grad_out, weight.to(compute));
+      at::Tensor grad_input, grad_affine;
+      if (layer_norm) {
+        auto [grad_x, grad_gain, grad_shift] = at::native_layer_norm_backward(
+            grad_norm.to(input.scalar_type()), input, {hidden}, mean, rstd, gain, shift,
+            {want_parts, want_affine, want_affine});
+        grad_input = grad_x;
+        if (want_affine) grad_affine = at::cat({grad_gain, grad_shift});
+      } else {
+        const auto wide = grad_norm.to(at::kFloat);
+        if (want_affine) grad_affine = (wide * normalized).sum(0);
+        if (want_parts) {
+          const auto grad_normalized = wide * gain.to(at::kFloat);
+          grad_input =
+              (grad_normalized - normalized * (grad_normalized * normalized).mean(-1, true)) * rstd;
+        }
+      }
+      // Each part's sum starts as soon as it is cut out, the weight GEMM below runs under them.
+      // The last part and the norm's parameters share one message: a small all-reduce of its
+      // own would pay a whole message's latency for a few kilobytes.
+      const auto slot = [&](size_t index) {
+        return state->slots.empty() ? c10::intrusive_ptr<DeferredReduction>() : state->slots[index];
+      };
+      const auto part_dtype = saved[0].scalar_type();
+      const auto affine_slot = static_cast<size_t>(count);
+      const bool shared_message = ctx->needs_input_grad(count - 1) && want_affine &&
+                                  slot(affine_slot) && slot(affine_slot - 1) &&
+                                  affine.scalar_type() == part_dtype;
+      for (int64_t k = 0; k < count && want_parts; ++k) {
+        const auto index = static_cast<size_t>(k);
+        // A part nobody asked for is neither computed out nor reduced (every rank asks alike).
+        if (!ctx->needs_input_grad(k)) continue;
+        const auto columns = grad_input.narrow(-1, k * width, width);
+        const auto& shape = saved[index].sizes();
+        if (shared_message && index + 1 == affine_slot) {
+          const int64_t part_size = columns.numel();
+          auto message =
+              at::empty({part_size + grad_affine.numel()}, columns.options().dtype(part_dtype));
+          result[index] = message.narrow(0, 0, part_size).view(shape);
+          result[index].copy_(columns.view(shape));
+          result[affine_slot] = message.narrow(0, part_size, grad_affine.numel());
+          result[affine_slot].copy_(grad_affine);
+          const auto work = state->group->all_reduce_async(message);
+          slot(index)->issued(work);
+          slot(affine_slot)->issued(work);
+          continue;
+        }
+        result[index] = columns.contiguous().view(shape).to(part_dtype);
+        if (slot(index)) slot(index)->issued(state->group->all_reduce_async(result[index]));
+      }
+      if (want_affine && !shared_message) {
+        result[affine_slot] = grad_affine.to(affine.scalar_type());
+        if (slot(affine_slot)) {
+          slot(affine_slot)->issued(state->group->all_reduce_async(result[affine_slot]));
+        }
+      }
+    }
+    if (ctx->needs_input_grad(count + 1)) {
+      const auto scaled = layer_norm ? normalized : normalized * gain.to(at::kFloat);
+      result[static_cast<size_t>(count) + 1] = at::matmul(grad_out.t(), scaled.to(compute));
+    }
+    if (ctx->saved_data["has_bias"].toBool() && ctx->needs_input_grad(count + 2)) {
+      result[static_cast<size_t>(count) + 2] = grad_out.sum(0);
+    }
+    return result;
+  }
+};
+}  // namespace
+
+at::Tensor partwise_norm_linear(MicroBatch& input, const NormImpl& norm,
+                                const ColumnParallelLinearImpl& linear) {
+  const bool layer_norm = norm.kind() == Normalization::kLayerNorm;
+  const int64_t full = norm.weight.size(0);
+  const int64_t width = full / input.parts();
+  TORCH_CHECK(width * input.parts() == full && linear.in_features() == full,
+              "partwise_norm_linear: a hidden size of ", full, " (norm) and ", linear.in_features(),
+              " (linear) does not cut into ", input.parts(), " equal column parts");
+  auto statistics = c10::make_intrusive<PartwiseState>();
+  std::vector<at::Tensor> parts;
+  c10::ScalarType compute = norm.weight.scalar_type();
+  // The value part by part, outside autograd: each part's product accumulates in place as the
+  // part lands. Its gradient comes from NormLinearFunction below.
+  at::Tensor products;
+  std::vector<at::Tensor> squares, means, gained_weight;
+  // Part 0's rstd scales every part's operand: the products stay near a normalized input's
+  // size (a reduced dtype neither overflows nor loses digits on large hidden states), and the
+  // row's own rstd corrects by a factor near one at the end.
+  at::Tensor first_rstd;
+  for (int64_t k = 0; k < input.parts(); ++k) {
+    // Recorded: the part's residual sum belongs to the graph.
+    parts.push_back(input.part(k));
+    at::NoGradGuard no_grad;
+    const auto& x = parts.back();
+    const auto device_type = x.device().type();
+    compute = at::autocast::is_autocast_enabled(device_type)
+                  ? at::autocast::get_autocast_dtype(device_type)
+                  : x.scalar_type();
+    const auto gain = norm.weight.narrow(0, k * width, width).to(at::kFloat);
+    const auto weight = linear.weight.narrow(1, k * width, width);
+    // Statistics in float, as layer_norm and rms_norm keep them for reduced dtypes, and in as
+    // few passes over the part as the fused kernels take.
+    const auto wide = x.to(at::kFloat).reshape({-1, width});
+    at::Tensor scaled;
+    if (layer_norm) {
+      // (x_k - m_k) g_k is the part's own layer norm times its deviation; its squared deviations
+      // sum to width * var_k, with var_k = 1 / rstd_k^2 - eps.
+      auto [normed, mean, rstd] =
+          at::native_layer_norm(wide, {width}, gain, std::nullopt, norm.epsilon());
+      if (k == 0) first_rstd = rstd;
+      scaled = k == 0 ? normed : normed.mul_(first_rstd / rstd);
+      squares.push_back((rstd.square().reciprocal() - norm.epsilon()) * static_cast<double>(width));
+      means.push_back(std::move(mean));
+      gained_weight.push_back(at::matmul(weight.to(at::kFloat), gain).unsqueeze(0));
+    } else {
+      squares.push_back(at::linalg_vector_norm(wide, 2, {-1}, true).square());
+      if (k == 0)
+        first_rstd = at::rsqrt(squares.back() / static_cast<double>(width) + norm.epsilon());
+      scaled = (wide * first_rstd).mul_(gain);
+    }
+    scaled = scaled.to(compute);
+    auto weight_t = weight.to(compute).t();
+    if (layer_norm && k + 1 == input.parts()) {
+      // The row means are known now: the parts' offsets from them, times each part's g_k W_k^T,
+      // ride along as extra inner columns of the last GEMM instead of another pass.
+      const auto part_means = at::cat(means, -1);
+      const auto offsets = part_means - part_means.mean(-1, true);
+      squares.push_back(offsets.square().sum(-1, true) * static_cast<double>(width));
+      scaled = at::cat({scaled, (offsets * first_rstd).to(compute)}, -1);
+      weight_t = at::cat({weight_t, at::cat(gained_weight).to(compute)}, 0);
+    }
+    if (k == 0) {
+      products = at::mm(scaled, weight_t);
+    } else {
+      products.addmm_(scaled, weight_t);
+    }
+  }
+  {
+    at::NoGradGuard no_grad;
+    const auto row_rstd =
+        at::rsqrt(at::cat(squares, -1).sum(-1, true) / static_cast<double>(full) + norm.epsilon());
+    if (!layer_norm) statistics->rstd = row_rstd;
+    statistics->epsilon = norm.epsilon();
+    at::Tensor shift;
+    if (layer_norm) shift = at::matmul(linear.weight.to(compute), norm.bias.to(compute));
+    if (linear.bias.defined()) {
+      shift = shift.defined() ? shift + linear.bias.to(compute) : linear.bias.to(compute);
+    }
+    // One pass over the product: rescaled from part 0's rstd to the row's, shifted.
+    const auto rstd = (row_rstd / first_rstd).to(compute);
+    statistics->out = shift.defined() ? at::addcmul(shift, products, rstd) : products.mul_(rstd);
+  }
+  auto shape = parts[0].sizes().vec();
+  shape.back() = linear.weight.size(0);
+  bool tracked = norm.weight.requires_grad() || linear.weight.requires_grad() ||
+                 (norm.bias.defined() && norm.bias.requires_grad()) ||
+                 (linear.bias.defined() && linear.bias.requires_grad());
+  for (const auto& part : parts) tracked = tracked || part.requires_grad();
+  tracked = tracked && at::GradMode::is_enabled();
+  if (!tracked) return statistics->out.view(shape);
+  // Each part's input gradient is summed over the group on its own, waited for only where that
+  // part's producer needs it; the norm's gain and bias meet only this rank's rows of the weight,
+  // so their gradients are partial sums too: one reduction for both.
+  statistics->group = linear.group();
+  const bool summed = statistics->group->size() > 1;
+  auto route = [&](const at::Tensor& tensor, bool own_copy) {
+    if (!summed || !tensor.requires_grad()) {
+      statistics->slots.emplace_back();
+      return tensor;
+    }
+    at::Tensor routed;
+    statistics->slots.push_back(DeferredReduction::on_path_of(tensor, routed, own_copy));
+    return routed;
+  };
+  std::vector<at::Tensor> routed;
+  for (const auto& part : parts) routed.push_back(route(part, false));
+  // Its sum arrives in the last part's message; the parameters' .grad must not keep that alive.
+  const auto affine = route(layer_norm ? at::cat({norm.weight, norm.bias}) : norm.weight, true);
+  const auto bias_or_empty =
+      linear.bias.defined() ? linear.bias : at::empty({0}, linear.weight.options());
+  return NormLinearFunction::apply(at::TensorList(routed), affine, linear.weight, bias_or_empty,
+                                   statistics, compute)
+      .view(shape);
+}
+
+}  // namespace domino::overlap
