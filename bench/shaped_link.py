@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 
 
 def sh(*cmd: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -41,11 +42,24 @@ class ShapedLink:
                 # As on training clusters: a connection idle during compute keeps its window
                 # instead of slow-starting every reduction again.
                 sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.tcp_slow_start_after_idle=0")
+            self.wait_for_carrier()
             self.up = True
         except subprocess.CalledProcessError as error:
             print(f"# no network namespaces here ({error.stderr.strip()})")
             self.__exit__()
         return self
+
+    def wait_for_carrier(self, seconds: float = 5.0) -> None:
+        # `ip link set up` returns before the veth pair has carrier; a worker that connects in
+        # that window gets "Destination is unreachable" from UCX.
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            states = [sh("ip", "-n", ns, "-o", "link", "show", "dev", self.device(i)).stdout
+                      for i, ns in enumerate(self.namespaces)]
+            if all("LOWER_UP" in state and "state UP" in state for state in states):
+                return
+            time.sleep(0.05)
+        raise subprocess.CalledProcessError(1, "ip link", stderr="the veth pair never came up")
 
     def shape(self, mbit: float) -> None:
         for index, ns in enumerate(self.namespaces):

@@ -44,13 +44,14 @@ MODES = [
     ("naive", "none", 1, 1, "intra", True),
     ("domino-row", "row", 2, 1, "inter", True),
     ("domino-column", "column", 1, 2, "inter", True),
+    ("domino-column-4", "column", 1, 4, "inter", True),
     ("domino-row-4", "row", 4, 1, "inter", True),
     ("domino-2d", "2d", 2, 2, "inter", True),
     ("no-communication bound", "none", 1, 1, "intra", False),
     ("domino-row no-comm", "row", 2, 1, "inter", False),
     ("domino-2d no-comm", "2d", 2, 2, "inter", False),
 ]
-TIMELINE_MODES = ["naive", "domino-row", "domino-column"]
+TIMELINE_MODES = ["naive", "domino-row", "domino-column", "domino-2d"]
 STEP_EVENT = "overlap_step"
 
 
