@@ -9,9 +9,11 @@
 #include <torch/version.h>
 #include <cstdlib>
 #include <map>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
 #include "DeviceTransport.h"
 #include "HandleScope.h"
+#include "IncarnationScope.h"
 #include "MonitoredBarrier.h"
 #include "OpChecks.h"
 #include "PriorityGuard.h"
@@ -99,8 +101,16 @@ void record_op(std::optional<at::RecordFunction>& record, const char* op,
 
 ProcessGroupDomino::ProcessGroupDomino(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                        int size, c10::intrusive_ptr<Options> options)
-    : c10d::Backend(rank, size), options_(std::move(options)), store_(store) {
+    : c10d::Backend(rank, size), options_(std::move(options)) {
   timeout_.store(options_->timeout);
+  // Every key this group writes lives under its own incarnation's scope, so nothing a dead
+  // earlier incarnation left in a reused store is read.
+  store_ = c10::make_intrusive<c10d::PrefixStore>(
+      incarnation_scope(*store, rank, size,
+                        std::chrono::duration_cast<std::chrono::milliseconds>(options_->timeout),
+                        label()) +
+          "/",
+      store);
   ParsedSettings parsed;
   std::vector<std::string> differences;
   try {
