@@ -1,7 +1,9 @@
 #include "IncarnationScope.h"
 
 #include <c10/util/Exception.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <random>
 #include <thread>
 #include <vector>
@@ -13,10 +15,23 @@ constexpr const char* kScopeKey = "domino/incarnation";
 // How long a rank listens for rank 0's answer under a scope before it reads the scope again: a
 // stale scope is never answered, and rank 0 may publish the fresh one at any moment.
 constexpr std::chrono::milliseconds kListen{200};
+// Between reads of a stale scope: from 50 ms up to 1 s, so ranks that start long before rank 0
+// do not hammer a store that also serves the launcher.
+constexpr std::chrono::milliseconds kFirstPause{50};
+constexpr std::chrono::milliseconds kLongestPause{1000};
 
+// 128 bits from the system's entropy source, mixed with the pid and the time so that a
+// deterministic random_device still never repeats across incarnations.
 std::string random_hex() {
   std::random_device entropy;
-  std::mt19937_64 bits((static_cast<uint64_t>(entropy()) << 32) ^ entropy());
+  std::seed_seq seed{
+      entropy(),
+      entropy(),
+      entropy(),
+      entropy(),
+      static_cast<unsigned>(getpid()),
+      static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count())};
+  std::mt19937_64 bits(seed);
   const char* digits = "0123456789abcdef";
   std::string out;
   for (int word = 0; word < 2; ++word) {
@@ -32,52 +47,86 @@ std::string as_string(const std::vector<uint8_t>& bytes) {
 std::vector<uint8_t> as_bytes(const std::string& text) {
   return {text.begin(), text.end()};
 }
+std::string seconds(std::chrono::milliseconds duration) {
+  return std::to_string(duration.count() / 1000) + "." +
+         std::to_string(duration.count() % 1000 / 100) + " s";
+}
 }  // namespace
 
 std::string incarnation_scope(c10d::Store& store, int rank, int size,
                               std::chrono::milliseconds timeout, const std::string& group) {
+  // c10d's "no timeout" is 0.
+  const auto limit = timeout.count() > 0 ? timeout
+                                         : std::chrono::duration_cast<std::chrono::milliseconds>(
+                                               std::chrono::hours(24 * 365 * 10));
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  auto left = [&] {
+    return std::max(std::chrono::duration_cast<std::chrono::milliseconds>(
+                        deadline - std::chrono::steady_clock::now()),
+                    std::chrono::milliseconds(1));
+  };
+  // A broken connection to the store is not a slow peer: said at once, not at the timeout.
+  auto store_failed = [&](const c10::DistNetworkError& e) {
+    C10_THROW_ERROR(DistBackendError, "domino: init of " + group +
+                                          ": the store failed while the group was forming (" +
+                                          e.what_without_backtrace() +
+                                          "); is the store's server (rank 0 or the launcher) up?");
+  };
   if (rank == 0) {
     const std::string scope = "domino/" + random_hex();
-    store.set(kScopeKey, as_bytes(scope));
-    for (int peer = 1; peer < size; ++peer) {
-      const std::string hello = scope + "/hello/" + std::to_string(peer);
-      try {
-        store.wait({hello}, timeout);
-      } catch (const std::exception& e) {
-        C10_THROW_ERROR(DistBackendError,
-                        "domino: init of " + group + ": rank " + std::to_string(peer) +
-                            " did not join this incarnation of the group within " +
-                            std::to_string(timeout.count()) + " ms (" + e.what() +
-                            "); is it running, with the same store and group?");
+    try {
+      store.set(kScopeKey, as_bytes(scope));
+      for (int peer = 1; peer < size; ++peer) {
+        const std::string hello = scope + "/hello/" + std::to_string(peer);
+        try {
+          store.wait({hello}, left());
+        } catch (const c10::DistNetworkError&) {
+          throw;
+        } catch (const c10::Error& e) {
+          C10_THROW_ERROR(DistBackendError,
+                          "domino: init of " + group + ": rank " + std::to_string(peer) +
+                              " did not join this incarnation of the group within " +
+                              seconds(limit) + " (" + e.what_without_backtrace() +
+                              "); is it running, with the same store and group?");
+        }
+        store.set(scope + "/welcome/" + std::to_string(peer), store.get(hello));
       }
-      store.set(scope + "/welcome/" + std::to_string(peer), store.get(hello));
+    } catch (const c10::DistNetworkError& e) {
+      store_failed(e);
     }
     return scope;
   }
   const std::string token = random_hex();
-  std::string last_error = "no scope published yet";
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::string last = "no scope was published";
+  auto pause = kFirstPause;
   while (std::chrono::steady_clock::now() < deadline) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
     try {
-      store.wait({kScopeKey}, std::max(left, std::chrono::milliseconds(1)));
+      store.wait({kScopeKey}, left());
       const std::string scope = as_string(store.get(kScopeKey));
       store.set(scope + "/hello/" + std::to_string(rank), as_bytes(token));
       const std::string welcome = scope + "/welcome/" + std::to_string(rank);
-      store.wait({welcome}, std::min(kListen, std::max(left, std::chrono::milliseconds(1))));
+      try {
+        store.wait({welcome}, std::min(kListen, left()));
+      } catch (const c10::DistNetworkError&) {
+        throw;
+      } catch (const c10::Error&) {
+        last = "scope " + scope + " was published, but nobody answered this rank under it";
+        continue;
+      }
       // An earlier incarnation's welcome carries that incarnation's token.
       if (as_string(store.get(welcome)) == token) return scope;
+      last = "scope " + scope + " is a dead incarnation's (its answer carries another token)";
+    } catch (const c10::DistNetworkError& e) {
+      store_failed(e);
     } catch (const c10::Error& e) {
-      // Not answered within kListen (or the store hiccuped): read the scope again.
-      last_error = e.what_without_backtrace();
+      last = e.what_without_backtrace();
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::this_thread::sleep_for(std::min(pause, left()));
+    pause = std::min(pause * 2, kLongestPause);
   }
   C10_THROW_ERROR(DistBackendError,
-                  "domino: init of " + group + " (rank " + std::to_string(rank) + " of " +
-                      std::to_string(size) + "): rank 0 did not admit this rank within " +
-                      std::to_string(timeout.count()) + " ms (last: " + last_error +
+                  "domino: init of " + group + ": rank 0 did not admit this rank within " +
+                      seconds(limit) + " (last: " + last +
                       "); is rank 0 running this incarnation of the group, with the same store?");
 }
 

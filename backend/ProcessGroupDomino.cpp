@@ -103,19 +103,19 @@ ProcessGroupDomino::ProcessGroupDomino(const c10::intrusive_ptr<c10d::Store>& st
                                        int size, c10::intrusive_ptr<Options> options)
     : c10d::Backend(rank, size), options_(std::move(options)) {
   timeout_.store(options_->timeout);
-  // Every key this group writes lives under its own incarnation's scope, so nothing a dead
-  // earlier incarnation left in a reused store is read.
-  store_ = c10::make_intrusive<c10d::PrefixStore>(
-      incarnation_scope(*store, rank, size,
-                        std::chrono::duration_cast<std::chrono::milliseconds>(options_->timeout),
-                        label()) +
-          "/",
-      store);
   ParsedSettings parsed;
   std::vector<std::string> differences;
   try {
     const std::map<std::string, std::string> env = domino_environment();
     parse_settings(env);  // this rank's own mistakes are told here, before anyone waits for it
+    // Every key this group writes lives under its own incarnation's scope, so nothing a dead
+    // earlier incarnation left in a reused store is read.
+    store_ = c10::make_intrusive<c10d::PrefixStore>(
+        incarnation_scope(*store, rank, size,
+                          std::chrono::duration_cast<std::chrono::milliseconds>(options_->timeout),
+                          label()) +
+            "/",
+        store);
     const AdoptedEnvironment adopted = agree_on_wire_settings(env);
     differences = adopted.differences;
     for (const std::string& name : wire_variables()) {

@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import sys
+from datetime import timedelta
 
 import torch
 import torch.distributed as dist
@@ -14,8 +15,7 @@ import torch_domino  # noqa: F401  (registers the backend)
 
 failure, out_dir = sys.argv[1], sys.argv[2]
 attempt = int(os.environ["TORCHELASTIC_RESTART_COUNT"])
-dist.init_process_group("domino")
-rank, world = dist.get_rank(), dist.get_world_size()
+rank = int(os.environ["RANK"])
 
 
 def record(**fields) -> None:
@@ -25,14 +25,21 @@ def record(**fields) -> None:
 
 
 record(done=False)
-for step in range(6):
-    if attempt == 0 and rank == world - 1 and step == 3:
-        if failure == "sigkill":
-            os.kill(os.getpid(), signal.SIGKILL)
-        raise RuntimeError("this rank fails on purpose")
-    t = torch.full((1 << 16,), float(rank + 1 + step))
-    dist.all_reduce(t)
-    expected = sum(r + 1 + step for r in range(world))
-    assert torch.all(t == expected), (t[0].item(), expected)
+# A hang shows as a failed init or collective within a minute, not as the test's own timeout.
+dist.init_process_group("domino", timeout=timedelta(seconds=60))
+world = dist.get_world_size()
+try:
+    for step in range(6):
+        if attempt == 0 and rank == world - 1 and step == 3:
+            if failure == "sigkill":
+                os.kill(os.getpid(), signal.SIGKILL)
+            raise RuntimeError("this rank fails on purpose")
+        t = torch.full((1 << 16,), float(rank + 1 + step))
+        dist.all_reduce(t)
+        expected = sum(r + 1 + step for r in range(world))
+        assert torch.all(t == expected), (t[0].item(), expected)
+except dist.DistBackendError as e:
+    record(done=False, error=str(e))
+    raise
 record(done=True)
 dist.destroy_process_group()
