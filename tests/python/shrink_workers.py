@@ -175,3 +175,21 @@ def abort_in_flight(rank: int, world: int) -> dict:
     except RuntimeError as e:
         later = str(e)
     return {"error": error, "seconds": ended, "later": later}
+
+
+def new_groups_after_a_default_shrink(rank: int, world: int) -> dict:
+    """Groups made before a default-group shrink and groups made after it, which c10d numbers
+    from 1 again over the same store, all run every op."""
+    before = dist.new_group(list(range(world)), backend="domino")
+    result = {"before_name": dist.distributed_c10d._get_process_group_name(before),
+              "before_failures": every_op(before)}
+    if rank == world - 1:
+        return {"left": True}
+    dist.shrink_group([world - 1])
+    after = dist.new_group(list(range(world - 1)), backend="domino")
+    result["after_name"] = dist.distributed_c10d._get_process_group_name(after)
+    result["after_failures"] = every_op(after)
+    again = dist.new_group(list(range(world - 1)), backend="domino")
+    result["again_failures"] = every_op(again)
+    result["default_failures"] = every_op()
+    return result

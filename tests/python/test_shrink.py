@@ -72,3 +72,12 @@ def test_abort_ends_work_in_flight_on_every_rank_and_later_ops_name_it():
         assert "ended the group's communication" in value["error"], value
         assert value["seconds"] < 4, value
         assert "abort()" in value["later"], value  # refused, naming the abort
+
+
+def test_groups_made_after_a_default_shrink_work_though_c10d_reuses_their_names():
+    values = assert_all_ok(run_ranks(3, "shrink_workers.new_groups_after_a_default_shrink",
+                                     group_timeout_s=60))
+    assert values[2] == {"left": True}
+    for value in values[:2]:
+        assert value["before_failures"] == value["after_failures"] == [], value
+        assert value["again_failures"] == value["default_failures"] == [], value
