@@ -47,6 +47,18 @@ std::string as_string(const std::vector<uint8_t>& bytes) {
 std::vector<uint8_t> as_bytes(const std::string& text) {
   return {text.begin(), text.end()};
 }
+// False when `key` did not appear within `timeout`; a broken connection to the store throws.
+bool appeared(c10d::Store& store, const std::string& key, std::chrono::milliseconds timeout) {
+  try {
+    store.wait({key}, timeout);
+    return true;
+  } catch (const c10::DistNetworkError&) {
+    throw;
+  } catch (const c10::Error&) {
+    return false;
+  }
+}
+
 std::string seconds(std::chrono::milliseconds duration) {
   return std::to_string(duration.count() / 1000) + "." +
          std::to_string(duration.count() % 1000 / 100) + " s";
@@ -78,16 +90,11 @@ std::string incarnation_scope(c10d::Store& store, int rank, int size,
       store.set(kScopeKey, as_bytes(scope));
       for (int peer = 1; peer < size; ++peer) {
         const std::string hello = scope + "/hello/" + std::to_string(peer);
-        try {
-          store.wait({hello}, left());
-        } catch (const c10::DistNetworkError&) {
-          throw;
-        } catch (const c10::Error& e) {
+        if (!appeared(store, hello, left())) {
           C10_THROW_ERROR(DistBackendError,
                           "domino: init of " + group + ": rank " + std::to_string(peer) +
                               " did not join this incarnation of the group within " +
-                              seconds(limit) + " (" + e.what_without_backtrace() +
-                              "); is it running, with the same store and group?");
+                              seconds(limit) + "; is it running, with the same store and group?");
         }
         store.set(scope + "/welcome/" + std::to_string(peer), store.get(hello));
       }
@@ -101,15 +108,11 @@ std::string incarnation_scope(c10d::Store& store, int rank, int size,
   auto pause = kFirstPause;
   while (std::chrono::steady_clock::now() < deadline) {
     try {
-      store.wait({kScopeKey}, left());
+      if (!appeared(store, kScopeKey, left())) break;
       const std::string scope = as_string(store.get(kScopeKey));
       store.set(scope + "/hello/" + std::to_string(rank), as_bytes(token));
       const std::string welcome = scope + "/welcome/" + std::to_string(rank);
-      try {
-        store.wait({welcome}, std::min(kListen, left()));
-      } catch (const c10::DistNetworkError&) {
-        throw;
-      } catch (const c10::Error&) {
+      if (!appeared(store, welcome, std::min(kListen, left()))) {
         last = "scope " + scope + " was published, but nobody answered this rank under it";
         continue;
       }
@@ -118,8 +121,6 @@ std::string incarnation_scope(c10d::Store& store, int rank, int size,
       last = "scope " + scope + " is a dead incarnation's (its answer carries another token)";
     } catch (const c10::DistNetworkError& e) {
       store_failed(e);
-    } catch (const c10::Error& e) {
-      last = e.what_without_backtrace();
     }
     std::this_thread::sleep_for(std::min(pause, left()));
     pause = std::min(pause * 2, kLongestPause);

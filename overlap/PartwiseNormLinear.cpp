@@ -35,17 +35,17 @@ struct PartwiseState : torch::CustomClassHolder {
 struct NormLinearFunction : public torch::autograd::Function<NormLinearFunction> {
   static at::Tensor forward(AutogradContext* ctx, at::TensorList parts, const at::Tensor& affine,
                             const at::Tensor& weight, const at::Tensor& bias,
-                            const c10::intrusive_ptr<PartwiseState>& statistics,
+                            const c10::intrusive_ptr<PartwiseState>& state,
                             c10::ScalarType compute) {
     std::vector<at::Tensor> saved(parts.begin(), parts.end());
     saved.push_back(affine);
     saved.push_back(weight);
     ctx->save_for_backward(saved);
-    ctx->saved_data["statistics"] = c10::IValue::make_capsule(statistics);
+    ctx->saved_data["state"] = c10::IValue::make_capsule(state);
     ctx->saved_data["has_bias"] = bias.numel() > 0;
     ctx->saved_data["compute"] = static_cast<int64_t>(compute);
-    // Handed over, not kept: the statistics outlive forward in ctx, the output must not.
-    return std::exchange(statistics->out, at::Tensor());
+    // Handed over, not kept: the state outlives forward in ctx, the output must not.
+    return std::exchange(state->out, at::Tensor());
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -55,8 +55,8 @@ struct NormLinearFunction : public torch::autograd::Function<NormLinearFunction>
     const auto affine = saved.back();
     saved.pop_back();
     const auto count = static_cast<int64_t>(saved.size());
-    auto state = c10::static_intrusive_pointer_cast<PartwiseState>(
-        ctx->saved_data["statistics"].toCapsule());
+    auto state =
+        c10::static_intrusive_pointer_cast<PartwiseState>(ctx->saved_data["state"].toCapsule());
     const auto compute = static_cast<c10::ScalarType>(ctx->saved_data["compute"].toInt());
     const bool layer_norm = !state->rstd.defined();
     const int64_t width = saved[0].size(-1);
@@ -100,9 +100,7 @@ struct NormLinearFunction : public torch::autograd::Function<NormLinearFunction>
       // Each part's sum starts as soon as it is cut out, the weight GEMM below runs under them.
       // The last part and the norm's parameters share one message: a small all-reduce of its
       // own would pay a whole message's latency for a few kilobytes.
-      const auto slot = [&](size_t index) {
-        return state->slots.empty() ? c10::intrusive_ptr<DeferredReduction>() : state->slots[index];
-      };
+      const auto slot = [&](size_t index) { return state->slots[index]; };
       const auto part_dtype = saved[0].scalar_type();
       const auto affine_slot = static_cast<size_t>(count);
       const bool shared_message = ctx->needs_input_grad(count - 1) && want_affine &&
@@ -157,9 +155,9 @@ at::Tensor partwise_norm_linear(MicroBatch& input, const NormImpl& norm,
   TORCH_CHECK(width * input.parts() == full && linear.in_features() == full,
               "partwise_norm_linear: a hidden size of ", full, " (norm) and ", linear.in_features(),
               " (linear) does not cut into ", input.parts(), " equal column parts");
-  auto statistics = c10::make_intrusive<PartwiseState>();
+  auto state = c10::make_intrusive<PartwiseState>();
   std::vector<at::Tensor> parts;
-  c10::ScalarType compute = norm.weight.scalar_type();
+  c10::ScalarType compute = c10::ScalarType::Undefined;
   // The value part by part, outside autograd: each part's product accumulates in place as the
   // part lands. Its gradient comes from NormLinearFunction below.
   at::Tensor products;
@@ -173,10 +171,12 @@ at::Tensor partwise_norm_linear(MicroBatch& input, const NormImpl& norm,
     parts.push_back(input.part(k));
     at::NoGradGuard no_grad;
     const auto& x = parts.back();
-    const auto device_type = x.device().type();
-    compute = at::autocast::is_autocast_enabled(device_type)
-                  ? at::autocast::get_autocast_dtype(device_type)
-                  : x.scalar_type();
+    if (k == 0) {
+      const auto device_type = x.device().type();
+      compute = at::autocast::is_autocast_enabled(device_type)
+                    ? at::autocast::get_autocast_dtype(device_type)
+                    : x.scalar_type();
+    }
     const auto gain = norm.weight.narrow(0, k * width, width).to(at::kFloat);
     const auto weight = linear.weight.narrow(1, k * width, width);
     // Statistics in float, as layer_norm and rms_norm keep them for reduced dtypes, and in as
@@ -220,8 +220,8 @@ at::Tensor partwise_norm_linear(MicroBatch& input, const NormImpl& norm,
     at::NoGradGuard no_grad;
     const auto row_rstd =
         at::rsqrt(at::cat(squares, -1).sum(-1, true) / static_cast<double>(full) + norm.epsilon());
-    if (!layer_norm) statistics->rstd = row_rstd;
-    statistics->epsilon = norm.epsilon();
+    if (!layer_norm) state->rstd = row_rstd;
+    state->epsilon = norm.epsilon();
     at::Tensor shift;
     if (layer_norm) shift = at::matmul(linear.weight.to(compute), norm.bias.to(compute));
     if (linear.bias.defined()) {
@@ -229,7 +229,7 @@ at::Tensor partwise_norm_linear(MicroBatch& input, const NormImpl& norm,
     }
     // One pass over the product: rescaled from part 0's rstd to the row's, shifted.
     const auto rstd = (row_rstd / first_rstd).to(compute);
-    statistics->out = shift.defined() ? at::addcmul(shift, products, rstd) : products.mul_(rstd);
+    state->out = shift.defined() ? at::addcmul(shift, products, rstd) : products.mul_(rstd);
   }
   auto shape = parts[0].sizes().vec();
   shape.back() = linear.weight.size(0);
@@ -238,19 +238,19 @@ at::Tensor partwise_norm_linear(MicroBatch& input, const NormImpl& norm,
                  (linear.bias.defined() && linear.bias.requires_grad());
   for (const auto& part : parts) tracked = tracked || part.requires_grad();
   tracked = tracked && at::GradMode::is_enabled();
-  if (!tracked) return statistics->out.view(shape);
+  if (!tracked) return state->out.view(shape);
   // Each part's input gradient is summed over the group on its own, waited for only where that
   // part's producer needs it; the norm's gain and bias meet only this rank's rows of the weight,
   // so their gradients are partial sums too: one reduction for both.
-  statistics->group = linear.group();
-  const bool summed = statistics->group->size() > 1;
+  state->group = linear.group();
+  const bool summed = state->group->size() > 1;
   auto route = [&](const at::Tensor& tensor, bool own_copy) {
     if (!summed || !tensor.requires_grad()) {
-      statistics->slots.emplace_back();
+      state->slots.emplace_back();
       return tensor;
     }
     at::Tensor routed;
-    statistics->slots.push_back(DeferredReduction::on_path_of(tensor, routed, own_copy));
+    state->slots.push_back(DeferredReduction::on_path_of(tensor, routed, own_copy));
     return routed;
   };
   std::vector<at::Tensor> routed;
@@ -260,7 +260,7 @@ at::Tensor partwise_norm_linear(MicroBatch& input, const NormImpl& norm,
   const auto bias_or_empty =
       linear.bias.defined() ? linear.bias : at::empty({0}, linear.weight.options());
   return NormLinearFunction::apply(at::TensorList(routed), affine, linear.weight, bias_or_empty,
-                                   statistics, compute)
+                                   state, compute)
       .view(shape);
 }
 

@@ -11,31 +11,37 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
+// input W^T in `chunks` column chunks, each chunk's all-reduce started as soon as it exists.
+std::vector<at::Tensor> multiply_and_start(const at::Tensor& input, const at::Tensor& weight,
+                                           int64_t chunks, TensorParallelGroup& group,
+                                           std::vector<c10::intrusive_ptr<c10d::Work>>& works) {
+  const int64_t width = weight.size(0) / chunks;
+  std::vector<at::Tensor> outputs;
+  for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+    // A fresh GEMM output that autograd does not save, so reducing it in place is safe; the
+    // backward of the sum is the identity on every rank.
+    auto partial = at::matmul(input, weight.narrow(0, chunk * width, width).t());
+    works.push_back(group.all_reduce_async(partial));
+    outputs.push_back(std::move(partial));
+  }
+  return outputs;
+}
+
 // The reductions the forward below started, for the caller to wait on.
 struct StartedReductions : torch::CustomClassHolder {
   std::vector<c10::intrusive_ptr<c10d::Work>> works;
 };
 
-// The product in column chunks, each chunk's all-reduce started as soon as it exists. One node
-// for all chunks, so backward runs one GEMM each for the input and the weight gradient, as a
-// whole product would, instead of a thin GEMM per chunk and a pass summing their input
-// gradients.
+// multiply_and_start as one autograd node for all chunks, so backward runs one GEMM each for the
+// input and the weight gradient, as a whole product would, instead of a thin GEMM per chunk and a
+// pass summing their input gradients.
 struct ChunkedProductFunction : public torch::autograd::Function<ChunkedProductFunction> {
   static variable_list forward(AutogradContext* ctx, const at::Tensor& input,
                                const at::Tensor& weight, int64_t chunks,
                                const TensorParallelGroupPtr& group,
                                const c10::intrusive_ptr<StartedReductions>& started) {
     ctx->save_for_backward({input, weight});
-    const int64_t width = weight.size(0) / chunks;
-    variable_list outputs;
-    for (int64_t chunk = 0; chunk < chunks; ++chunk) {
-      // A fresh GEMM output that autograd does not save, so reducing it in place is safe; the
-      // backward of the sum is the identity on every rank.
-      auto partial = at::matmul(input, weight.narrow(0, chunk * width, width).t());
-      started->works.push_back(group->all_reduce_async(partial));
-      outputs.push_back(std::move(partial));
-    }
-    return outputs;
+    return multiply_and_start(input, weight, chunks, *group, started->works);
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -88,22 +94,14 @@ PendingSum RowParallelLinearImpl::issue(const at::Tensor& local_input, int64_t c
         "RowParallelLinear: column_chunks=" + std::to_string(column_chunks) +
         " does not divide out_features=" + std::to_string(out_features()));
   }
-  const int64_t width = out_features() / column_chunks;
   if (column_chunks > 1 && !backward_per_chunk) {
     auto started = c10::make_intrusive<StartedReductions>();
     auto chunks =
         ChunkedProductFunction::apply(local_input, weight, column_chunks, group_, started);
     return PendingSum(std::move(chunks), std::move(started->works), bias);
   }
-  std::vector<at::Tensor> chunks;
   std::vector<c10::intrusive_ptr<c10d::Work>> works;
-  for (int64_t chunk = 0; chunk < column_chunks; ++chunk) {
-    // A fresh GEMM output that autograd does not save, so reducing it in place is safe; the
-    // backward of the sum is the identity on every rank.
-    auto partial = at::matmul(local_input, weight.narrow(0, chunk * width, width).t());
-    works.push_back(group_->all_reduce_async(partial));
-    chunks.push_back(std::move(partial));
-  }
+  auto chunks = multiply_and_start(local_input, weight, column_chunks, *group_, works);
   return PendingSum(std::move(chunks), std::move(works), bias);
 }
 

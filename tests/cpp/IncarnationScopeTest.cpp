@@ -34,23 +34,26 @@ std::vector<std::string> agree(c10d::Store& store, int size, milliseconds head_s
   return scopes;
 }
 
+// Ranks 1 and 2 start 600 ms before rank 0, over a store holding the dead scope "domino/old".
+void expect_one_new_scope(c10d::Store& store) {
+  const auto scopes = agree(store, 3, milliseconds(600));
+  EXPECT_NE(scopes[0], "domino/old");
+  for (const auto& scope : scopes) EXPECT_EQ(scope, scopes[0]);
+}
+
 TEST(IncarnationScope, RanksThatReadADeadIncarnationsScopeFirstStillJoinTheNewOne) {
   auto store = c10::make_intrusive<c10d::HashStore>();
   // What a SIGKILLed first incarnation left: its scope, and its answers to ranks 1 and 2.
   store->set("domino/incarnation", bytes("domino/old"));
   store->set("domino/old/welcome/1", bytes("the dead incarnation's token"));
   store->set("domino/old/welcome/2", bytes("another dead token"));
-  const auto scopes = agree(*store, 3, milliseconds(600));
-  EXPECT_NE(scopes[0], "domino/old");
-  for (const auto& scope : scopes) EXPECT_EQ(scope, scopes[0]);
+  expect_one_new_scope(*store);
 }
 
 TEST(IncarnationScope, AStaleScopeWithoutAnswersIsLeftToo) {
   auto store = c10::make_intrusive<c10d::HashStore>();
   store->set("domino/incarnation", bytes("domino/old"));
-  const auto scopes = agree(*store, 3, milliseconds(600));
-  EXPECT_NE(scopes[0], "domino/old");
-  for (const auto& scope : scopes) EXPECT_EQ(scope, scopes[0]);
+  expect_one_new_scope(*store);
 }
 
 TEST(IncarnationScope, TwoIncarnationsInARowGetTwoScopes) {
