@@ -132,7 +132,8 @@ Transfer UcxCommunicator::post_send(int peer, ucp_tag_t tag, const void* data, s
 
 Transfer UcxCommunicator::post_receive(int peer, ucp_tag_t tag, ucp_tag_t mask, void* data,
                                        size_t bytes) {
-  return worker_.post_receive(peer, tag, mask, data, bytes);
+  const std::string& sender = peer >= 0 ? peer_addresses_[static_cast<size_t>(peer)] : "";
+  return worker_.post_receive(sender, peer, tag, mask, data, bytes);
 }
 
 std::string UcxCommunicator::describe_ranks(const std::vector<int>& ranks) const {

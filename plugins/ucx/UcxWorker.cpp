@@ -99,14 +99,27 @@ UcxWorker::UcxWorker() {
   if (ucp_worker_get_efd(worker_, &event_fd_) != UCS_OK) event_fd_ = -1;
 }
 
-ucp_ep_h UcxWorker::endpoint(const std::string& peer_address, ucs_status_t* status_out) {
+const UcxWorker::Endpoint* UcxWorker::endpoint(const std::string& peer_address,
+                                               ucs_status_t* status_out) {
   auto found = endpoints_.find(peer_address);
-  if (found != endpoints_.end()) return found->second;
+  if (found != endpoints_.end()) {
+    if (found->second.health->failure == UCS_OK) return &found->second;
+    // A failed endpoint stays failed; a live peer (one that only closed its side) takes a new one.
+    drop_endpoint(peer_address);
+  }
+  auto health = std::make_shared<EndpointHealth>();
   ucp_ep_params_t params{};
-  params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+  params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                      UCP_EP_PARAM_FIELD_ERR_HANDLER;
   params.address = reinterpret_cast<const ucp_address_t*>(peer_address.data());
-  // Peer mode: a dead peer fails our sends instead of leaving them pending forever.
+  // Peer mode: a dead peer fails our sends instead of leaving them pending forever, and the
+  // handler marks the endpoint so that receives from that peer fail too. Runs inside progress,
+  // so under mutex_.
   params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  params.err_handler.cb = [](void* arg, ucp_ep_h, ucs_status_t status) {
+    static_cast<EndpointHealth*>(arg)->failure = status;
+  };
+  params.err_handler.arg = health.get();
   ucp_ep_h ep = nullptr;
   ucs_status_t status = ucp_ep_create(worker_, &params, &ep);
   if (status != UCS_OK) {
@@ -115,8 +128,7 @@ ucp_ep_h UcxWorker::endpoint(const std::string& peer_address, ucs_status_t* stat
   }
   *status_out = status;
   if (status != UCS_OK) return nullptr;  // the peer is likely gone: the caller names it
-  endpoints_.emplace(peer_address, ep);
-  return ep;
+  return &endpoints_.insert_or_assign(peer_address, Endpoint{ep, std::move(health)}).first->second;
 }
 
 void UcxWorker::drop_endpoint(const std::string& peer_address) {
@@ -125,11 +137,12 @@ void UcxWorker::drop_endpoint(const std::string& peer_address) {
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
   param.flags = UCP_EP_CLOSE_FLAG_FORCE;  // cancels what is still queued on it
-  void* request = ucp_ep_close_nbx(found->second, &param);
+  void* request = ucp_ep_close_nbx(found->second.ep, &param);
   if (UCS_PTR_IS_PTR(request)) {
     while (ucp_request_check_status(request) == UCS_INPROGRESS) progress();
     ucp_request_free(request);
   }
+  // Closed: its error handler no longer runs, so its health may go with the receives holding it.
   endpoints_.erase(found);
 }
 
@@ -151,13 +164,13 @@ Transfer UcxWorker::post_send(const std::string& peer_address, int peer, ucp_tag
   t.bytes = bytes;
   t.peer_address = peer_address;
   ucs_status_t connected = UCS_OK;
-  ucp_ep_h ep = endpoint(peer_address, &connected);
-  if (ep == nullptr) {
+  const Endpoint* endpoint_to_peer = endpoint(peer_address, &connected);
+  if (endpoint_to_peer == nullptr) {
     t.status = connected;
     return t;
   }
   ucp_request_param_t param{};
-  void* request = ucp_tag_send_nbx(ep, data, bytes, tag, &param);
+  void* request = ucp_tag_send_nbx(endpoint_to_peer->ep, data, bytes, tag, &param);
   if (UCS_PTR_IS_ERR(request)) {
     t.status = UCS_PTR_STATUS(request);
   } else {
@@ -166,13 +179,23 @@ Transfer UcxWorker::post_send(const std::string& peer_address, int peer, ucp_tag
   return t;
 }
 
-Transfer UcxWorker::post_receive(int peer, ucp_tag_t tag, ucp_tag_t mask, void* data,
-                                 size_t bytes) {
+Transfer UcxWorker::post_receive(const std::string& peer_address, int peer, ucp_tag_t tag,
+                                 ucp_tag_t mask, void* data, size_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   Transfer t;
   t.peer = peer;
   t.is_receive = true;
   t.bytes = bytes;
+  if (!peer_address.empty()) {
+    // Connecting to the sender, even when this rank never sends to it, is what lets UCX tell
+    // this rank that the sender died. A sender that cannot be reached may still have sent the
+    // message before it left: poll() fails the receive only once progress has not brought it.
+    ucs_status_t connected = UCS_OK;
+    const Endpoint* sender = endpoint(peer_address, &connected);
+    t.sender_health = sender != nullptr
+                          ? sender->health
+                          : std::make_shared<EndpointHealth>(EndpointHealth{connected});
+  }
   t.info = std::make_shared<ucp_tag_recv_info_t>();
   ucp_request_param_t param{};
   // Always a request, completed through the callback: UCX 1.13 leaves recv_info unfilled when a
@@ -200,6 +223,18 @@ void UcxWorker::progress() {
   for (int fd : sleeping_) (void)!write(fd, &one, sizeof one);
 }
 
+void UcxWorker::cancel_receive(Transfer& t) {
+  ucp_request_cancel(worker_, t.request);
+  // A receive already matched to a message in flight cannot be cancelled; give it a bounded
+  // chance to end, else leave the request to UCX (the communicator is broken).
+  for (int spin = 0; spin < 100000 && ucp_request_check_status(t.request) == UCS_INPROGRESS;
+       ++spin) {
+    progress();
+  }
+  if (ucp_request_check_status(t.request) != UCS_INPROGRESS) ucp_request_free(t.request);
+  t.request = nullptr;
+}
+
 void UcxWorker::stop_sleeping(int wake_fd) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -217,6 +252,14 @@ bool UcxWorker::poll(std::vector<Transfer>& transfers) {
     if (t.request == nullptr) continue;
     const ucs_status_t status = ucp_request_check_status(t.request);
     if (status == UCS_INPROGRESS) {
+      if (t.sender_health != nullptr && t.sender_health->failure != UCS_OK) {
+        // What the sender sent before it failed has been delivered by the progress above: a
+        // receive still pending now will not complete. wait() cancels the others; this one
+        // reports what UCX said of the sender.
+        cancel_receive(t);
+        t.status = t.sender_health->failure;
+        continue;
+      }
       all_done = false;
       continue;
     }
@@ -301,14 +344,7 @@ std::vector<size_t> UcxWorker::wait(std::vector<Transfer>& transfers,
     if (t.request == nullptr) continue;
     if (!failed) late.push_back(i);
     if (t.is_receive) {
-      ucp_request_cancel(worker_, t.request);
-      // A receive already matched to a message in flight cannot be cancelled; give it a
-      // bounded chance to end, else leave the request to UCX (the communicator is broken).
-      for (int spin = 0; spin < 100000 && ucp_request_check_status(t.request) == UCS_INPROGRESS;
-           ++spin) {
-        progress();
-      }
-      if (ucp_request_check_status(t.request) != UCS_INPROGRESS) ucp_request_free(t.request);
+      cancel_receive(t);
     } else {
       // Closing the endpoint cancels the send, so UCX stops reading the caller's buffer. The
       // endpoint is shared: other groups' sends to this peer fail too, as they would anyway.

@@ -21,6 +21,13 @@
 
 namespace domino::ucx {
 
+// What UCX has said of one endpoint: set from its error callback when the peer's process or link
+// is gone (a TCP peer's socket closes when its process dies). Transports that cannot detect
+// peer failure (UCX_TLS=sm alone) leave it unset: their survivors learn at the group timeout.
+struct EndpointHealth {
+  ucs_status_t failure = UCS_OK;
+};
+
 // One posted send or receive. request is null once it has completed.
 struct Transfer {
   void* request = nullptr;
@@ -33,6 +40,9 @@ struct Transfer {
   // Receives: filled by UCX's completion callback (it outlives any move of the Transfer).
   std::shared_ptr<ucp_tag_recv_info_t> info;
   std::string peer_address;  // sends: the endpoint's key, to drop it if the peer fails
+  // Receives from one peer: the endpoint to that peer when posted. A receive is not bound to an
+  // endpoint in UCX, so without this one from a dead peer would wait out the group's timeout.
+  std::shared_ptr<const EndpointHealth> sender_health;
 };
 
 class UcxWorker {
@@ -50,7 +60,9 @@ class UcxWorker {
 
   Transfer post_send(const std::string& peer_address, int peer, ucp_tag_t tag, const void* data,
                      size_t bytes);
-  Transfer post_receive(int peer, ucp_tag_t tag, ucp_tag_t mask, void* data, size_t bytes);
+  // peer_address: the sender's, or "" for a receive from any rank.
+  Transfer post_receive(const std::string& peer_address, int peer, ucp_tag_t tag, ucp_tag_t mask,
+                        void* data, size_t bytes);
   // Progresses until every transfer has completed or deadline passes. Returns the indexes of
   // those still incomplete (already cancelled, their endpoints closed); completed ones carry
   // their status. A failed transfer ends the wait at once (the rest are cancelled), and so does
@@ -62,10 +74,18 @@ class UcxWorker {
 
  private:
   UcxWorker();
-  // Cached or new; null (with the reason in status) when the peer cannot be reached. Under mutex_.
-  ucp_ep_h endpoint(const std::string& peer_address, ucs_status_t* status);
+  struct Endpoint {
+    ucp_ep_h ep = nullptr;
+    // Also the error callback's argument: it lives until the endpoint is closed.
+    std::shared_ptr<EndpointHealth> health;
+  };
+  // Cached or new (a cached one that failed is replaced); null (with the reason in status) when
+  // the peer cannot be reached. Under mutex_.
+  const Endpoint* endpoint(const std::string& peer_address, ucs_status_t* status);
   void drop_endpoint(const std::string& peer_address);  // under mutex_
   bool poll(std::vector<Transfer>& transfers);          // under mutex_; true when all done
+  // Under mutex_: cancels a pending receive; its request is null afterwards.
+  void cancel_receive(Transfer& t);
   // Under mutex_: drains the worker's events; when any moved, wakes every sleeper.
   void progress();
   // Takes this thread's wake descriptor off the sleepers and empties it.
@@ -79,7 +99,7 @@ class UcxWorker {
   // Wake descriptors of the threads asleep on event_fd_ (under mutex_): completions another
   // thread handles for them will not signal event_fd_ again.
   std::vector<int> sleeping_;
-  std::map<std::string, ucp_ep_h> endpoints_;
+  std::map<std::string, Endpoint> endpoints_;
   std::map<uint64_t, int> ids_;
 };
 

@@ -92,9 +92,13 @@ def after_kill(rank: int, world: int, victims: list) -> dict:
         for step in range(100000):
             if rank in victims and step == 20:
                 os.kill(os.getpid(), signal.SIGKILL)
+            started = time.monotonic()
             dist.all_reduce(big)
     except RuntimeError as e:
         error = str(e)
+    # The call that failed began at most one all-reduce before the death: far below the group
+    # timeout means the death was noticed, not waited out.
+    failed_after = time.monotonic() - started
     if rank in victims:  # saw another victim die first: dies as planned
         os.kill(os.getpid(), signal.SIGKILL)
     caught = time.monotonic()
@@ -103,7 +107,8 @@ def after_kill(rank: int, world: int, victims: list) -> dict:
     dist.all_reduce(first)
     recovered = time.monotonic() - caught
     survivors = [r for r in range(world) if r not in victims]
-    return {"error": error, "recovered_s": recovered, "sum_ok": first[0].item() == sum(survivors),
+    return {"error": error, "failed_after_s": failed_after, "recovered_s": recovered,
+            "sum_ok": first[0].item() == sum(survivors),
             "world": dist.get_world_size(), "failures": every_op()}
 
 
