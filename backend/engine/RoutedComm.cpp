@@ -160,6 +160,9 @@ void RoutedComm::run_two_level(const char* op, const topology::Plan& plan, Steps
   try {
     steps();
   } catch (const TransportError& e) {
+    // A step that broke (a peer died or never came) leaves the other steps' partners waiting
+    // on this rank: ending them here tells them now, not at their timeout.
+    if (e.status() == DOMINO_ERR_TIMEOUT || e.status() == DOMINO_ERR_PEER) abort();
     // The failing step names its own sub-group; say which collective it was part of.
     throw TransportError(e.status(), std::string(op) + " (" + topology::plan_name(plan.kind) +
                                          " plan across hosts: " + plan.describe() +

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <random>
 
 #include "plugins/algorithms/Algorithms.h"
 #include "plugins/common/Bootstrap.h"
@@ -18,6 +19,7 @@ constexpr int kKindShift = kSourceBits + kUserTagBits;
 constexpr int kCommShift = kKindShift + 2;
 constexpr ucp_tag_t kCollective = 0;
 constexpr ucp_tag_t kPointToPoint = 1;
+constexpr ucp_tag_t kNotice = 2;  // a peer's tell_peers()
 constexpr ucp_tag_t kSourceMask = ((ucp_tag_t{1} << kSourceBits) - 1) << kUserTagBits;
 constexpr ucp_tag_t kFullMask = ~ucp_tag_t{0};
 // Collectives use the user-tag bits for the call's signature; receives match any signature and
@@ -78,10 +80,19 @@ UcxCommunicator::UcxCommunicator(const domino_comm_config_t& config)
                                                  " ranks per group; group '" + group_ + "' has " +
                                                  std::to_string(size_));
   }
-  // Every member derives the same id from the group's name; it keeps groups sharing the
-  // process's one worker apart.
-  comm_id_ = fnv1a(group_) & ((ucp_tag_t{1} << (64 - kCommShift)) - 1);
   const Bootstrap bootstrap(config.bootstrap);
+  // Every member derives the same id from the group's name and rank 0's random draw; it keeps
+  // groups sharing the process's one worker apart, also from a dead group of the same name
+  // (c10d reuses names after a shrink) whose last messages may still be queued.
+  std::string draw;
+  if (rank_ == 0) {
+    std::random_device entropy;
+    draw = std::to_string(entropy()) + "-" + std::to_string(entropy());
+    bootstrap.set("ucx/draw", draw);
+  } else {
+    draw = bootstrap.get("ucx/draw", timeout_.load(), 64);
+  }
+  comm_id_ = fnv1a(group_ + "/" + draw) & ((ucp_tag_t{1} << (64 - kCommShift)) - 1);
   bootstrap.set("ucx/" + std::to_string(rank_), worker_.address());
   peer_addresses_.resize(static_cast<size_t>(size_));
   for (int r = 0; r < size_; ++r) {
@@ -95,15 +106,46 @@ UcxCommunicator::UcxCommunicator(const domino_comm_config_t& config)
                          "ucx communicator for group '" + group_ +
                              "': its name hashes to the same message id as another live group "
                              "of this process, so their messages could mix. Create the group "
-                             "again (it gets a new name) or destroy the other one first.");
+                             "again (it draws a new id) or destroy the other one first.");
   }
+  notice_ = worker_.post_receive("", -1, notice_tag(0), kFullMask & ~kSourceMask, &notice_word_,
+                                 sizeof notice_word_);
 }
 
 UcxCommunicator::~UcxCommunicator() {
+  worker_.cancel(notice_);
   worker_.release_id(comm_id_);
 }
 
+ucp_tag_t UcxCommunicator::notice_tag(int source) const {
+  return (comm_id_ << kCommShift) | (kNotice << kKindShift) |
+         (static_cast<ucp_tag_t>(source) << kUserTagBits);
+}
+
+void UcxCommunicator::tell_peers() {
+  if (told_.exchange(true)) return;
+  for (int r = 0; r < size_; ++r) {
+    if (r != rank_) worker_.notify(peer_addresses_[static_cast<size_t>(r)], notice_tag(rank_));
+  }
+}
+
+void UcxCommunicator::abort() {
+  aborted_.store(true);
+  tell_peers();
+}
+
+std::string UcxCommunicator::ended_by_message(int by) const {
+  return "rank " + describe_ranks({by}) +
+         " ended the group's communication (it saw a peer fail, or was ended by ProcessGroup "
+         "abort() or shrink_group: its own error says which); this group cannot continue. Shrink "
+         "it (dist.shrink_group) or destroy it and create a new one.";
+}
+
 UcxCommunicator::Call UcxCommunicator::start(const char* op, const char* algorithm) const {
+  if (const int by = ended_by_.load(); by >= 0) {
+    throw TransportError(DOMINO_ERR_PEER, std::string("ucx ") + op + " on group '" + group_ +
+                                              "' refused: " + ended_by_message(by));
+  }
   if (aborted_.load()) {
     throw TransportError(DOMINO_ERR_PEER, std::string("ucx ") + op + " on group '" + group_ +
                                               "' refused: its communication was aborted (abort, "
@@ -150,9 +192,19 @@ std::string UcxCommunicator::describe_ranks(const std::vector<int>& ranks) const
 }
 
 void UcxCommunicator::finish(const Call& call, std::vector<Transfer>& transfers) {
+  try {
+    check(call, transfers);
+  } catch (const TransportError& e) {
+    // Broken: the peers waiting on this rank are told now. A mismatch leaves it usable.
+    if (e.status() == DOMINO_ERR_TIMEOUT || e.status() == DOMINO_ERR_PEER) tell_peers();
+    throw;
+  }
+}
+
+void UcxCommunicator::check(const Call& call, std::vector<Transfer>& transfers) {
   const std::vector<size_t> late =
       worker_.wait(transfers, call.deadline, call.signature != 0 ? kSignatureMask : 0,
-                   call.signature, &aborted_);
+                   call.signature, &aborted_, &notice_);
   // Built only for an error: finish() runs for every message of every collective.
   auto where = [&] {
     return std::string("ucx ") + call.op +
@@ -173,6 +225,22 @@ void UcxCommunicator::finish(const Call& call, std::vector<Transfer>& transfers)
                              "or its root. Every rank must issue the same collectives in the "
                              "same order with the same dtype, op and root; this group cannot "
                              "continue.");
+  }
+  // A peer's notice explains only what it cut short: a failure this rank saw itself (a message
+  // of the wrong size, a dead sender) is told as such below.
+  const bool cut_short = std::any_of(transfers.begin(), transfers.end(), [](const Transfer& t) {
+    return t.status == UCS_ERR_CANCELED;
+  });
+  const bool own_failure = std::any_of(transfers.begin(), transfers.end(), [](const Transfer& t) {
+    return (t.status != UCS_OK && t.status != UCS_ERR_CANCELED) ||
+           (t.status == UCS_OK && t.is_receive && t.received_bytes != t.bytes);
+  });
+  if (cut_short && !own_failure && worker_.landed(notice_)) {
+    const int by = static_cast<int>((notice_.sender_tag & kSourceMask) >> kUserTagBits);
+    // The sender told every peer already; relaying it would cost each rank N messages more.
+    told_.store(true);
+    ended_by_.store(by);
+    throw TransportError(DOMINO_ERR_PEER, where() + ": " + ended_by_message(by));
   }
   if (aborted_.load() && !late.empty()) {
     throw TransportError(DOMINO_ERR_PEER, where() +

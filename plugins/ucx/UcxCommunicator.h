@@ -45,8 +45,8 @@ class UcxCommunicator {
   void send(const domino_buffer_t& buffer, int peer, int32_t tag);
   int recv(const domino_buffer_t& buffer, int peer, int32_t tag);
   // From any thread: what this communicator has in flight ends within about 10 ms, and every
-  // later call fails (the peers learn of it as of a rank that left: their timeout).
-  void abort() { aborted_.store(true); }
+  // later call fails; the peers are told, so theirs end too.
+  void abort();
 
  private:
   // What an op is doing, for messages and for the deadline every wait of one op shares.
@@ -70,10 +70,16 @@ class UcxCommunicator {
   Transfer post_receive(int peer, ucp_tag_t tag, ucp_tag_t mask, void* data, size_t bytes);
   // Waits for all of transfers; throws naming the op, the group and the ranks at fault.
   void finish(const Call& call, std::vector<Transfer>& transfers);
+  void check(const Call& call, std::vector<Transfer>& transfers);  // finish() but telling no one
   // This communicator's messages for one collective call, as the shared algorithms see them.
   class Links;
 
   std::string describe_ranks(const std::vector<int>& ranks) const;
+  ucp_tag_t notice_tag(int source) const;
+  std::string ended_by_message(int by) const;
+  // Once: tells every peer that this communicator is broken, so that what they wait for from
+  // this rank ends now rather than at their timeout (a rank that saw a peer die, or aborted).
+  void tell_peers();
 
   int rank_;
   int size_;
@@ -86,6 +92,11 @@ class UcxCommunicator {
   uint64_t comm_id_;
   std::vector<std::string> peer_addresses_;
   UcxWorker& worker_;
+  // A receive posted for the whole life of the communicator: a peer's tell_peers() lands here.
+  uint64_t notice_word_ = 0;
+  Transfer notice_;
+  std::atomic<bool> told_{false};
+  std::atomic<int> ended_by_{-1};  // the peer whose notice ended this communicator
 };
 
 }  // namespace domino::ucx

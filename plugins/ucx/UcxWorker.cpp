@@ -131,9 +131,10 @@ const UcxWorker::Endpoint* UcxWorker::endpoint(const std::string& peer_address,
   return &endpoints_.insert_or_assign(peer_address, Endpoint{ep, std::move(health)}).first->second;
 }
 
-void UcxWorker::drop_endpoint(const std::string& peer_address) {
+void UcxWorker::drop_endpoint(const std::string& peer_address, ucp_ep_h expected) {
   auto found = endpoints_.find(peer_address);
   if (found == endpoints_.end()) return;
+  if (expected != nullptr && found->second.ep != expected) return;
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
   param.flags = UCP_EP_CLOSE_FLAG_FORCE;  // cancels what is still queued on it
@@ -169,6 +170,7 @@ Transfer UcxWorker::post_send(const std::string& peer_address, int peer, ucp_tag
     t.status = connected;
     return t;
   }
+  t.endpoint = endpoint_to_peer->ep;
   ucp_request_param_t param{};
   void* request = ucp_tag_send_nbx(endpoint_to_peer->ep, data, bytes, tag, &param);
   if (UCS_PTR_IS_ERR(request)) {
@@ -188,13 +190,14 @@ Transfer UcxWorker::post_receive(const std::string& peer_address, int peer, ucp_
   t.bytes = bytes;
   if (!peer_address.empty()) {
     // Connecting to the sender, even when this rank never sends to it, is what lets UCX tell
-    // this rank that the sender died. A sender that cannot be reached may still have sent the
-    // message before it left: poll() fails the receive only once progress has not brought it.
+    // this rank that the sender died. Where it cannot even connect, the receive waits as before
+    // (at most the timeout): a sender that already left may have sent it first.
     ucs_status_t connected = UCS_OK;
     const Endpoint* sender = endpoint(peer_address, &connected);
-    t.sender_health = sender != nullptr
-                          ? sender->health
-                          : std::make_shared<EndpointHealth>(EndpointHealth{connected});
+    if (sender != nullptr) {
+      t.peer_address = peer_address;
+      t.sender_health = sender->health;
+    }
   }
   t.info = std::make_shared<ucp_tag_recv_info_t>();
   ucp_request_param_t param{};
@@ -215,6 +218,38 @@ Transfer UcxWorker::post_receive(const std::string& peer_address, int peer, ucp_
   return t;
 }
 
+void UcxWorker::notify(const std::string& peer_address, ucp_tag_t tag) {
+  static const uint64_t kWord = 0;  // outlives any send of it
+  std::lock_guard<std::mutex> lock(mutex_);
+  ucs_status_t connected = UCS_OK;
+  const Endpoint* to_peer = endpoint(peer_address, &connected);
+  if (to_peer == nullptr) return;
+  ucp_request_param_t param{};
+  void* request = ucp_tag_send_nbx(to_peer->ep, &kWord, sizeof kWord, tag, &param);
+  if (UCS_PTR_IS_PTR(request)) ucp_request_free(request);  // UCX completes it on its own
+}
+
+bool UcxWorker::landed_locked(Transfer& t) {
+  if (t.request != nullptr && ucp_request_check_status(t.request) != UCS_INPROGRESS) {
+    t.status = ucp_request_check_status(t.request);
+    if (t.status == UCS_OK) t.sender_tag = t.info->sender_tag;
+    ucp_request_free(t.request);
+    t.request = nullptr;
+  }
+  return t.request == nullptr && t.status == UCS_OK && t.info != nullptr;
+}
+
+bool UcxWorker::landed(Transfer& t) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  progress();
+  return landed_locked(t);
+}
+
+void UcxWorker::cancel(Transfer& t) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (t.request != nullptr) cancel_receive(t);
+}
+
 void UcxWorker::progress() {
   unsigned progressed = 0;
   for (unsigned n; (n = ucp_worker_progress(worker_)) != 0;) progressed += n;
@@ -223,7 +258,7 @@ void UcxWorker::progress() {
   for (int fd : sleeping_) (void)!write(fd, &one, sizeof one);
 }
 
-void UcxWorker::cancel_receive(Transfer& t) {
+ucs_status_t UcxWorker::cancel_receive(Transfer& t) {
   ucp_request_cancel(worker_, t.request);
   // A receive already matched to a message in flight cannot be cancelled; give it a bounded
   // chance to end, else leave the request to UCX (the communicator is broken).
@@ -231,8 +266,19 @@ void UcxWorker::cancel_receive(Transfer& t) {
        ++spin) {
     progress();
   }
-  if (ucp_request_check_status(t.request) != UCS_INPROGRESS) ucp_request_free(t.request);
+  const ucs_status_t status = ucp_request_check_status(t.request);
+  if (status != UCS_INPROGRESS) {
+    if (status == UCS_OK) {
+      t.sender_tag = t.info->sender_tag;
+      t.received_bytes = t.info->length;
+    }
+    ucp_request_free(t.request);
+  } else {
+    // Its completion callback may still write here, after the caller has gone.
+    new std::shared_ptr<ucp_tag_recv_info_t>(t.info);
+  }
   t.request = nullptr;
+  return status;
 }
 
 void UcxWorker::stop_sleeping(int wake_fd) {
@@ -253,11 +299,23 @@ bool UcxWorker::poll(std::vector<Transfer>& transfers) {
     const ucs_status_t status = ucp_request_check_status(t.request);
     if (status == UCS_INPROGRESS) {
       if (t.sender_health != nullptr && t.sender_health->failure != UCS_OK) {
+        if (!t.reconnected) {
+          // Once: a live sender takes the new endpoint; a dead one fails it too.
+          t.reconnected = true;
+          ucs_status_t connected = UCS_OK;
+          const Endpoint* sender = endpoint(t.peer_address, &connected);
+          if (sender != nullptr) {
+            t.sender_health = sender->health;
+            all_done = false;
+            continue;
+          }
+        }
         // What the sender sent before it failed has been delivered by the progress above: a
         // receive still pending now will not complete. wait() cancels the others; this one
         // reports what UCX said of the sender.
-        cancel_receive(t);
-        t.status = t.sender_health->failure;
+        const ucs_status_t failure = t.sender_health->failure;
+        const ucs_status_t final_status = cancel_receive(t);
+        t.status = final_status == UCS_OK ? UCS_OK : failure;
         continue;
       }
       all_done = false;
@@ -265,7 +323,7 @@ bool UcxWorker::poll(std::vector<Transfer>& transfers) {
     }
     t.status = status;
     // A send that failed leaves its endpoint unusable: the next user of the peer reconnects.
-    if (!t.is_receive && status != UCS_OK) drop_endpoint(t.peer_address);
+    if (!t.is_receive && status != UCS_OK) drop_endpoint(t.peer_address, t.endpoint);
     // A truncated message was matched too: its tag says what the sender was doing.
     if (t.is_receive && (status == UCS_OK || status == UCS_ERR_MESSAGE_TRUNCATED)) {
       t.sender_tag = t.info->sender_tag;
@@ -280,7 +338,7 @@ bool UcxWorker::poll(std::vector<Transfer>& transfers) {
 std::vector<size_t> UcxWorker::wait(std::vector<Transfer>& transfers,
                                     std::chrono::steady_clock::time_point deadline,
                                     ucp_tag_t check_mask, ucp_tag_t check_value,
-                                    const std::atomic<bool>* stop) {
+                                    const std::atomic<bool>* stop, Transfer* notice) {
   // Spin briefly (small messages complete within microseconds), then sleep until the network
   // or another thread has news, so that ranks sharing few cores leave them to whoever has work.
   // A failed transfer ends the wait at once: its partners would otherwise sit out the timeout.
@@ -302,6 +360,7 @@ std::vector<size_t> UcxWorker::wait(std::vector<Transfer>& transfers,
       if (poll(transfers)) return {};
       for (const Transfer& t : transfers)
         failed = failed || (t.request == nullptr && (t.status != UCS_OK || disagrees(t)));
+      failed = failed || (notice != nullptr && landed_locked(*notice));
       if (!failed && wake_fd >= 0 && event_fd_ >= 0) {
         const ucs_status_t status = ucp_worker_arm(worker_);
         if (status == UCS_OK) {
@@ -349,7 +408,7 @@ std::vector<size_t> UcxWorker::wait(std::vector<Transfer>& transfers,
       // Closing the endpoint cancels the send, so UCX stops reading the caller's buffer. The
       // endpoint is shared: other groups' sends to this peer fail too, as they would anyway.
       ucp_request_free(t.request);
-      drop_endpoint(t.peer_address);
+      drop_endpoint(t.peer_address, t.endpoint);
     }
     t.request = nullptr;
     t.status = failed ? UCS_ERR_CANCELED : UCS_ERR_TIMED_OUT;

@@ -39,10 +39,14 @@ struct Transfer {
   size_t received_bytes = 0;
   // Receives: filled by UCX's completion callback (it outlives any move of the Transfer).
   std::shared_ptr<ucp_tag_recv_info_t> info;
-  std::string peer_address;  // sends: the endpoint's key, to drop it if the peer fails
+  std::string peer_address;     // the endpoint's key: sends drop it if the peer fails
+  ucp_ep_h endpoint = nullptr;  // sends: the one used, so that only it is dropped
   // Receives from one peer: the endpoint to that peer when posted. A receive is not bound to an
   // endpoint in UCX, so without this one from a dead peer would wait out the group's timeout.
   std::shared_ptr<const EndpointHealth> sender_health;
+  // Receives: whether the endpoint was made again once. A live peer that closed its side (it
+  // cancelled a send after some other failure) resets ours; only a second failure means gone.
+  bool reconnected = false;
 };
 
 class UcxWorker {
@@ -63,14 +67,23 @@ class UcxWorker {
   // peer_address: the sender's, or "" for a receive from any rank.
   Transfer post_receive(const std::string& peer_address, int peer, ucp_tag_t tag, ucp_tag_t mask,
                         void* data, size_t bytes);
+  // Sends an empty message with tag to the peer and forgets it: nobody waits for it, and a peer
+  // that cannot be reached simply does not get it.
+  void notify(const std::string& peer_address, ucp_tag_t tag);
+  // Whether the posted receive t has landed (then its request is freed and sender_tag set).
+  bool landed(Transfer& t);
+  // Cancels the posted receive t, if it is still pending.
+  void cancel(Transfer& t);
   // Progresses until every transfer has completed or deadline passes. Returns the indexes of
   // those still incomplete (already cancelled, their endpoints closed); completed ones carry
   // their status. A failed transfer ends the wait at once (the rest are cancelled), and so does
   // a receive whose sender's tag, under check_mask, is neither check_value nor 0. *stop, once
-  // set (from any thread), ends it as the deadline does.
+  // set (from any thread), ends it as the deadline does; so does *notice (a posted receive) once
+  // it has landed, which then fails the wait like a failed transfer.
   std::vector<size_t> wait(std::vector<Transfer>& transfers,
                            std::chrono::steady_clock::time_point deadline, ucp_tag_t check_mask = 0,
-                           ucp_tag_t check_value = 0, const std::atomic<bool>* stop = nullptr);
+                           ucp_tag_t check_value = 0, const std::atomic<bool>* stop = nullptr,
+                           Transfer* notice = nullptr);
 
  private:
   UcxWorker();
@@ -82,10 +95,14 @@ class UcxWorker {
   // Cached or new (a cached one that failed is replaced); null (with the reason in status) when
   // the peer cannot be reached. Under mutex_.
   const Endpoint* endpoint(const std::string& peer_address, ucs_status_t* status);
-  void drop_endpoint(const std::string& peer_address);  // under mutex_
-  bool poll(std::vector<Transfer>& transfers);          // under mutex_; true when all done
-  // Under mutex_: cancels a pending receive; its request is null afterwards.
-  void cancel_receive(Transfer& t);
+  // Under mutex_; only if it is still `expected` (when given): a newer one to the same peer
+  // serves other groups.
+  void drop_endpoint(const std::string& peer_address, ucp_ep_h expected = nullptr);
+  bool poll(std::vector<Transfer>& transfers);  // under mutex_; true when all done
+  bool landed_locked(Transfer& t);              // under mutex_
+  // Under mutex_: cancels a pending receive; its request is null afterwards. Returns its final
+  // status: UCS_OK where the message landed meanwhile.
+  ucs_status_t cancel_receive(Transfer& t);
   // Under mutex_: drains the worker's events; when any moved, wakes every sleeper.
   void progress();
   // Takes this thread's wake descriptor off the sleepers and empties it.

@@ -26,8 +26,11 @@ def test_a_rank_left_out_that_calls_the_old_group_is_told():
     assert values[2]["seconds"] < 20, values[2]
 
 
-@pytest.mark.parametrize("world,victims,layout", [(4, [3], None), (4, [2, 3], "2x2")],
-                         ids=["one-host", "a-whole-host-of-2x2"])
+# interleaved: the survivors sit on both simulated hosts, so they reach each other over UCX after
+# the old group's endpoints were torn down.
+@pytest.mark.parametrize("world,victims,layout",
+                         [(4, [3], None), (4, [2, 3], "2x2"), (4, [3], "interleaved")],
+                         ids=["one-host", "a-whole-host-of-2x2", "one-rank-of-interleaved-hosts"])
 def test_survivors_of_a_sigkill_shrink_and_go_on(world, victims, layout):
     before = domino_shm_segments()
     rank_env = host_env(LAYOUTS[layout]) if layout else None
@@ -67,8 +70,12 @@ def test_shrinking_one_by_one_leaks_no_thread_or_descriptor():
         assert fds2 <= fds1 <= fds0, value["counts"]
 
 
-def test_abort_ends_work_in_flight_on_every_rank_and_later_ops_name_it():
-    values = assert_all_ok(run_ranks(3, "shrink_workers.abort_in_flight", group_timeout_s=60))
+# three-hosts: every rank on a simulated host of its own, so the abort reaches the others over UCX.
+@pytest.mark.parametrize("layout", [None, "three-hosts"])
+def test_abort_ends_work_in_flight_on_every_rank_and_later_ops_name_it(layout):
+    rank_env = host_env(["a", "b", "c"]) if layout else None
+    values = assert_all_ok(run_ranks(3, "shrink_workers.abort_in_flight", group_timeout_s=60,
+                                     rank_env=rank_env))
     for value in values[:2]:
         # Rank 0 aborts 1 s in; rank 2 stays away for 15 s, so nothing else ends the wait.
         assert "ended the group's communication" in value["error"], value
