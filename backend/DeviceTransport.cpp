@@ -6,6 +6,8 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <set>
 
 #include "DeviceMemory.h"
 #include "DeviceRuntime.h"
@@ -21,8 +23,101 @@
 
 namespace domino {
 
+InheritedDeviceComms::InheritedDeviceComms() = default;
+InheritedDeviceComms::~InheritedDeviceComms() = default;
+
 DeviceTransport::DeviceTransport(Group group)
-    : group_(std::move(group)), device_health_(std::make_shared<DeviceHealth>()) {}
+    : group_(std::move(group)), device_health_(std::make_shared<DeviceHealth>()) {
+  if (group_.inherited == nullptr || group_.inherited->comms.empty()) return;
+  std::lock_guard<std::mutex> lock(device_mutex_);
+  device_runtime();  // the inherited streams are reported through it
+  // The parent decided NCCL for these ranks; a subset of them decides the same.
+  device_path_ = DevicePath::kNccl;
+  comm_streams_ = group_.inherited->streams;
+  inherited_comms_ = std::move(group_.inherited->comms);
+  for (auto& [key, comm] : inherited_comms_) {
+    // They were made with the parent's timeout; this group's may differ (pg_options).
+    group_.timeout_applies(comm->set_timeout(timeout().count()));
+    device_communicators_.push_back(comm.get());
+  }
+}
+
+std::shared_ptr<InheritedDeviceComms> DeviceTransport::shrink(
+    c10d::Store& meeting, const std::vector<int32_t>& excluded, bool abort_first, int new_rank,
+    const std::vector<int64_t>& remaining, const std::string& new_name, uint64_t attempt) {
+  auto inherited = std::make_shared<InheritedDeviceComms>();
+  // This rank's flat NCCL communicator per lane, where the lane has one device and NCCL can
+  // shrink it.
+  std::map<int, std::pair<int, Communicator*>> mine;
+  // A child sharing the parent's resources would die with the parent, which is aborted next.
+  const char* shared = std::getenv("NCCL_COMM_SHRINK_SHARE_RESOURCES");
+  const bool sharing = shared != nullptr && std::string(shared) != "0" && !abort_first;
+  {
+    std::lock_guard<std::mutex> lock(device_mutex_);
+    for (const auto& [key, slot] : device_comms_) {
+      // Only healthy ones: an aborted communicator (watchdog, abort(), a failed op) cannot
+      // shrink, and the new group makes that lane's own.
+      if (sharing || !device_health_->ok() || slot.flat == nullptr || slot.broken ||
+          !slot.flat->can_shrink()) {
+        continue;
+      }
+      const bool again = mine.count(key.first) != 0;
+      mine[key.first] = {key.second, again ? nullptr : slot.flat};
+    }
+  }
+  std::string lanes;
+  for (const auto& [lane, held] : mine) {
+    if (held.second != nullptr) lanes += std::to_string(lane) + ",";
+  }
+  // The remaining ranks shrink the lanes they all hold, in one order (each shrink is collective).
+  const std::string round = std::to_string(attempt) + "/";
+  meeting.set("nccl-lanes/" + round + std::to_string(new_rank),
+              std::vector<uint8_t>(lanes.begin(), lanes.end()));
+  std::set<int> common;
+  for (const auto& [lane, held] : mine) {
+    if (held.second != nullptr) common.insert(lane);
+  }
+  for (size_t r = 0; r < remaining.size() && !common.empty(); ++r) {
+    if (static_cast<int>(r) == new_rank) continue;
+    const std::string key = "nccl-lanes/" + round + std::to_string(r);
+    meeting.wait({key}, timeout());
+    const std::vector<uint8_t> theirs = meeting.get(key);
+    std::set<int> both;
+    size_t begin = 0;
+    const std::string text(theirs.begin(), theirs.end());
+    for (size_t comma; (comma = text.find(',', begin)) != std::string::npos; begin = comma + 1) {
+      const int lane = std::stoi(text.substr(begin, comma - begin));
+      if (common.count(lane)) both.insert(lane);
+    }
+    common = std::move(both);
+  }
+  for (int lane : common) {
+    const auto [device, flat] = mine.at(lane);
+    const Priority priority = static_cast<Priority>(lane);
+    const std::string name =
+        new_name + "/cuda/flat" +
+        (priority == Priority::kNormal ? "" : std::string(":") + priority_name(priority));
+    c10::Stream stream = comm_stream(
+        lane, c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(device)));
+    domino_comm_config_t config{};
+    config.rank = new_rank;
+    config.size = static_cast<int32_t>(remaining.size());
+    config.global_ranks = remaining.data();
+    config.group_name = name.c_str();
+    config.timeout_ms = timeout().count();
+    config.device = device;
+    {
+      std::lock_guard<std::mutex> lock(device_mutex_);
+      config.stream = device_runtime_->native_handle(stream);
+    }
+    inherited->comms[{lane, device}] = flat->shrink(excluded, abort_first, config);
+    inherited->streams.emplace(std::make_pair(lane, device), stream);
+    log_line(LogLevel::kInfo, group_.rank,
+             label() + ": the " + priority_name(priority) +
+                 " lane's NCCL communicator was shrunk (ncclCommShrink) for " + new_name);
+  }
+  return inherited;
+}
 
 DeviceTransport::~DeviceTransport() = default;
 
@@ -57,7 +152,17 @@ void DeviceTransport::run(Work& work, const std::function<void(Work&, RoutedComm
   RoutedComm& comm = staged || issue.route != Route::kCollective
                          ? group_.host_communicator(lane)
                          : device_communicator(lane, device, stream);
-  body(work, comm);
+  try {
+    body(work, comm);
+  } catch (...) {
+    // Its NCCL communicators may be aborted now (a failed op aborts them): a shrink must not
+    // count on them.
+    if (!staged && issue.route == Route::kCollective) {
+      std::lock_guard<std::mutex> lock(device_mutex_);
+      device_comms_[{lane, device.index()}].broken = true;
+    }
+    throw;
+  }
   auto done = std::make_shared<c10::Event>(device.type());
   done->record(stream);
   if (!staged) watch(done, device, work.retrieveOpType());
@@ -287,7 +392,23 @@ RoutedComm& DeviceTransport::device_communicator(int lane, c10::Device device,
   void* native = device_runtime_->native_handle(stream);
   Communicator* root = nullptr;
   std::vector<Communicator*> made_here;
+  // The first communicator over every rank ("" on one host, "inter" across hosts) is the one a
+  // shrink carries over.
+  bool flat_made = false;
   auto make = [&](const RoutedComm::Spec& spec) -> std::unique_ptr<Communicator> {
+    const bool flat = !flat_made && spec.members.size() == static_cast<size_t>(group_.size);
+    flat_made = flat_made || flat;
+    if (flat) {
+      std::lock_guard<std::mutex> lock(device_mutex_);
+      auto found = inherited_comms_.find({lane, device.index()});
+      if (found != inherited_comms_.end()) {  // shrunk from the parent's: no rendezvous
+        std::unique_ptr<Communicator> inherited = std::move(found->second);
+        inherited_comms_.erase(found);
+        if (root == nullptr) root = inherited.get();
+        slot->flat = inherited.get();
+        return inherited;
+      }
+    }
     const std::string part = spec.name.empty() ? "flat" : spec.name;
     slot->bootstraps.push_back(std::make_unique<StoreBootstrap>(
         group_.store, std::string("domino/cuda/") + priority_name(priority) + "/" + part + "/"));
@@ -314,6 +435,10 @@ RoutedComm& DeviceTransport::device_communicator(int lane, c10::Device device,
     }
     auto made = std::make_unique<Communicator>(group_.nccl, config);
     if (root == nullptr) root = made.get();
+    if (flat) {
+      std::lock_guard<std::mutex> lock(device_mutex_);
+      slot->flat = made.get();
+    }
     made_here.push_back(made.get());
     return made;
   };
@@ -378,6 +503,7 @@ void DeviceTransport::destroy_communicators() {
     device_communicators_.clear();
   }
   device_comms_.clear();
+  inherited_comms_.clear();
   std::lock_guard<std::mutex> lock(peer_mutex_);
   peer_comms_.clear();
 }

@@ -38,6 +38,16 @@ class RoutedComm;
 class StoreBootstrap;
 class Work;
 
+// What a shrunk group takes over from its parent's device path (dist.shrink_group): per (lane,
+// device), the NCCL communicator shrunk from the parent's flat one, and the comm stream it
+// enqueues on.
+struct InheritedDeviceComms {
+  InheritedDeviceComms();
+  ~InheritedDeviceComms();
+  std::map<std::pair<int, int>, c10::Stream> streams;
+  std::map<std::pair<int, int>, std::unique_ptr<Communicator>> comms;
+};
+
 class DeviceTransport {
  public:
   // What the device path takes from its group. What it refers to outlives the transport.
@@ -66,6 +76,8 @@ class DeviceTransport {
     std::function<void(bool applied)> timeout_applies;
     // The lane's host communicator, for staged ops and sends and receives through host memory.
     std::function<RoutedComm&(int lane)> host_communicator;
+    // A shrunk group's communicators from its parent (taken over at construction); may be null.
+    std::shared_ptr<InheritedDeviceComms> inherited = nullptr;
   };
 
   // A CUDA op's issue-time facts, for its job on the lane.
@@ -111,6 +123,18 @@ class DeviceTransport {
   // "recv:any") and device.
   std::vector<CommStream> comm_streams() const;
 
+  // For dist.shrink_group, on every remaining rank, before the parent is ended: each lane's flat
+  // NCCL communicator shrunk without `excluded` (group ranks), by the transport's comm_shrink
+  // (ncclCommShrink); abort_first ends their work in flight first. Only lanes every remaining
+  // rank holds healthy (they agree through `meeting`, a store only they share, under `attempt`,
+  // which every remaining rank counts alike) and only where NCCL can shrink; the new group makes
+  // the others itself. The new group is new_rank of the `remaining`
+  // global ranks, named new_name.
+  std::shared_ptr<InheritedDeviceComms> shrink(c10d::Store& meeting,
+                                               const std::vector<int32_t>& excluded,
+                                               bool abort_first, int new_rank,
+                                               const std::vector<int64_t>& remaining,
+                                               const std::string& new_name, uint64_t attempt);
   // From any thread: ends the NCCL communicators' work (ncclCommAbort); every CUDA collective of
   // the group fails from now on with why.
   void abort(const std::string& why);
@@ -160,6 +184,8 @@ class DeviceTransport {
     std::vector<std::unique_ptr<StoreBootstrap>> bootstraps;
     std::unique_ptr<topology::Router> router;
     std::unique_ptr<RoutedComm> comm;
+    Communicator* flat = nullptr;  // the one over every rank (in comm), what shrink() shrinks
+    bool broken = false;           // an op on it failed
   };
   std::map<std::pair<int, int>, DeviceComm> device_comms_;  // (lane, device)
   struct PeerComm {
@@ -170,6 +196,8 @@ class DeviceTransport {
   };
   std::mutex peer_mutex_;  // guards the map; each direction has its own lock
   std::map<std::pair<int, bool>, PeerComm> peer_comms_;  // (peer, sending)
+  // From the parent, until the lane's first CUDA collective takes them (device_mutex_).
+  std::map<std::pair<int, int>, std::unique_ptr<Communicator>> inherited_comms_;
   // Every NCCL communicator of the group, for the watchdog to abort (device_mutex_).
   std::vector<Communicator*> device_communicators_;
   // Set once the watchdog aborted them; every CUDA work of the group checks it after its wait.

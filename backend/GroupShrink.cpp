@@ -75,6 +75,7 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupDomino::shrink(
   what += " (global " + rank_list(leaving_global) + ")";
   TORCH_CHECK(!excluded[static_cast<size_t>(rank_)], what, ": this rank (", rank_,
               ") is one of those excluded; only the ranks that remain call shrink_group");
+  ++shrink_attempts_;
   const bool abort_first = (shrink_flags & kShrinkAbort) != 0;
   // NCCL's contract: a graceful shrink does not silently end work the caller still waits for.
   TORCH_CHECK(abort_first || lanes_.pending() == 0, what, ": ", lanes_.pending(),
@@ -97,8 +98,6 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupDomino::shrink(
                         "); shrinking needs a store that outlives the ranks left out (a "
                         "FileStore, or torchrun's agent store)");
   }
-  if (abort_first) abort();
-
   std::vector<int64_t> global;
   int new_rank = -1;
   for (int r = 0; r < size_; ++r) {
@@ -109,6 +108,21 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupDomino::shrink(
   auto options = Options::create(timeout());
   options->priority = options_->priority;
   options->group_name = group_name_ + ":shrunk" + std::to_string(shrinks_ + 1);
+  try {
+    // Before the parent's NCCL communicators are aborted below: ncclCommShrink needs them.
+    options->inherited_device_comms =
+        device_->shrink(*store, std::vector<int32_t>(leaving.begin(), leaving.end()), abort_first,
+                        new_rank, global, options->group_name, shrink_attempts_);
+  } catch (const std::exception& e) {
+    if (abort_first) abort();
+    C10_THROW_ERROR(DistBackendError,
+                    what +
+                        " failed while the remaining ranks shrank the group's NCCL "
+                        "communicators (every one of them must call shrink_group with the "
+                        "same ranks to exclude): " +
+                        e.what());
+  }
+  if (abort_first) abort();
   options->global_ranks_in_group.assign(global.begin(), global.end());
   if (opts_override) {
     options->timeout = opts_override->timeout;

@@ -185,7 +185,8 @@ ProcessGroupDomino::ProcessGroupDomino(const c10::intrusive_ptr<c10d::Store>& st
               return comm_config(members, name, bootstrap, global);
             },
         .timeout_applies = [this](bool applied) { timeout_applies(applied); },
-        .host_communicator = [this](int lane) -> RoutedComm& { return communicator(lane); }});
+        .host_communicator = [this](int lane) -> RoutedComm& { return communicator(lane); },
+        .inherited = std::move(options_->inherited_device_comms)});
     // The normal lane's communicator also carries point-to-point traffic; make it now so that
     // set-up errors surface at init.
     communicator(static_cast<int>(Priority::kNormal));

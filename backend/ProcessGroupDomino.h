@@ -33,6 +33,7 @@ namespace domino {
 
 struct AdoptedEnvironment;
 class DeviceTransport;
+struct InheritedDeviceComms;
 class PluginRegistry;
 class RoutedComm;
 class StoreBootstrap;
@@ -45,6 +46,8 @@ class ProcessGroupDomino : public c10d::Backend {
         : c10d::Backend::Options("domino", timeout) {}
     // The group's default lane ("high" | "normal" | "low"); empty: DOMINO_PRIORITY or normal.
     std::string priority;
+    // shrink() only: the parent's NCCL communicators, shrunk for this group (taken at creation).
+    std::shared_ptr<InheritedDeviceComms> inherited_device_comms;
     static c10::intrusive_ptr<Options> create(
         std::chrono::milliseconds timeout = kBackendDefaultTimeout) {
       return c10::make_intrusive<Options>(timeout);
@@ -310,7 +313,8 @@ class ProcessGroupDomino : public c10d::Backend {
   std::atomic<uint64_t> sequence_{0};
   uint64_t monitored_barriers_ = 0;
   std::atomic<bool> aborted_{false};
-  uint64_t shrinks_ = 0;  // shrink() calls so far: every remaining rank counts alike
+  uint64_t shrinks_ = 0;          // shrink() calls so far: every remaining rank counts alike
+  uint64_t shrink_attempts_ = 0;  // also the failed ones past the argument checks
   // The group's timeout (options_->timeout until setTimeout); new communicators take it.
   std::atomic<std::chrono::milliseconds> timeout_{std::chrono::milliseconds(0)};
   std::mutex timeout_mutex_;  // setTimeout against a lane publishing its new communicators

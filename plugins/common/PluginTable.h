@@ -120,7 +120,8 @@ struct PluginTable {
             link_send_entry(),
             link_recv_entry(),
             link_wait_entry(),
-            named_allreduce()};
+            named_allreduce(),
+            nullptr};
   }
 
  private:

@@ -210,6 +210,12 @@ NcclCommunicator* NcclCommunicator::split(NcclCommunicator& parent, int color, i
     if (color >= 0) parent.fail(DOMINO_ERR_SYSTEM, "split", "NCCL returned no communicator");
     return nullptr;
   }
+  return adopt_child(parent, made, config, "split");
+}
+
+NcclCommunicator* NcclCommunicator::adopt_child(NcclCommunicator& parent, ncclComm_t made,
+                                                const domino_comm_config_t& config,
+                                                const char* op) {
   auto* comm = new NcclCommunicator();
   comm->comm_ = made;  // owned from here on: released on any failure below
   try {
@@ -218,12 +224,60 @@ NcclCommunicator* NcclCommunicator::split(NcclCommunicator& parent, int color, i
     comm->adopt(own);
     ncclResult_t state = ncclInProgress;
     ncclCommGetAsyncError(made, &state);
-    comm->settle(state, "split");
+    comm->settle(state, op);
   } catch (...) {
     delete comm;
     throw;
   }
   return comm;
+}
+
+bool NcclCommunicator::can_shrink() {
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 27, 0)
+  int version = 0;
+  // The library torch loaded, which may be older than the headers this was built with.
+  return ncclGetVersion(&version) == ncclSuccess && version >= NCCL_VERSION(2, 27, 0);
+#else
+  return false;
+#endif
+}
+
+NcclCommunicator* NcclCommunicator::shrink(NcclCommunicator& parent, std::vector<int> exclude,
+                                           bool abort_first, const domino_comm_config_t& config) {
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 27, 0)
+  if (!can_shrink()) {
+    throw TransportError(DOMINO_ERR_UNSUPPORTED,
+                         parent.where("shrink") + ": the NCCL loaded is older than 2.27");
+  }
+  const auto in_call = parent.enter("shrink");
+  DeviceScope scope(parent.device_);
+  ncclConfig_t nccl_config = NCCL_CONFIG_INITIALIZER;
+  nccl_config.blocking = 0;
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
+  nccl_config.shrinkShare = 0;  // the parent is aborted afterwards: the child must not share it
+#endif
+  ncclComm_t made = nullptr;
+  try {
+    // As for split: NCCL's job runs on the parent, whose state shows its result (also a failed
+    // child's, which NCCL hands back all the same); settle() joins it, or aborts the parent at
+    // the deadline, which ends the job too. Either way NCCL no longer writes `made` after.
+    parent.settle(
+        ncclCommShrink(parent.comm_, exclude.data(), static_cast<int>(exclude.size()), &made,
+                       &nccl_config, abort_first ? NCCL_SHRINK_ABORT : NCCL_SHRINK_DEFAULT),
+        "shrink");
+  } catch (...) {
+    if (made != nullptr) ncclCommAbort(made);
+    throw;
+  }
+  if (made == nullptr) parent.fail(DOMINO_ERR_SYSTEM, "shrink", "NCCL returned no communicator");
+  return adopt_child(parent, made, config, "shrink");
+#else
+  (void)exclude;
+  (void)abort_first;
+  (void)config;
+  throw TransportError(DOMINO_ERR_UNSUPPORTED,
+                       parent.where("shrink") + ": built against an NCCL older than 2.27");
+#endif
 }
 
 NcclCommunicator::~NcclCommunicator() {

@@ -28,6 +28,12 @@ class NcclCommunicator {
   // NULL for a rank whose color is negative.
   static NcclCommunicator* split(NcclCommunicator& parent, int color, int key,
                                  const domino_comm_config_t& config);
+  // Whether ncclCommShrink exists, in the headers built against and in the library loaded.
+  static bool can_shrink();
+  // ncclCommShrink of parent without exclude (parent's ranks), collective over the remaining
+  // ranks (see the ABI's comm_shrink); abort_first: NCCL_SHRINK_ABORT.
+  static NcclCommunicator* shrink(NcclCommunicator& parent, std::vector<int> exclude,
+                                  bool abort_first, const domino_comm_config_t& config);
   NcclCommunicator(const NcclCommunicator&) = delete;
   NcclCommunicator& operator=(const NcclCommunicator&) = delete;
   ~NcclCommunicator();
@@ -54,6 +60,9 @@ class NcclCommunicator {
 
  private:
   NcclCommunicator() = default;
+  // Takes made (a child of parent's, once NCCL has written it) on parent's device.
+  static NcclCommunicator* adopt_child(NcclCommunicator& parent, ncclComm_t made,
+                                       const domino_comm_config_t& config, const char* op);
   void start(const domino_comm_config_t& config);
   void adopt(const domino_comm_config_t& config);
   // Every op holds the call lock (abort() may come from another thread) and fails at once on an

@@ -74,6 +74,26 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key,
   return std::unique_ptr<Communicator>(new Communicator(plugin_, made, config));
 }
 
+std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int32_t>& exclude,
+                                                   bool abort_first,
+                                                   const domino_comm_config_t& config) {
+  if (plugin_->comm_shrink == nullptr) {
+    throw TransportError(DOMINO_ERR_UNSUPPORTED, std::string("transport '") + plugin_->name +
+                                                     "' cannot shrink communicators");
+  }
+  char err[kErrorBytes] = {0};
+  domino_comm_t* made = nullptr;
+  const int status =
+      plugin_->comm_shrink(comm_, exclude.data(), static_cast<int32_t>(exclude.size()),
+                           abort_first ? DOMINO_SHRINK_ABORT : 0u, &config, &made, err, sizeof err);
+  if (status != DOMINO_OK) raise(plugin_, status, err, "communicator shrink");
+  if (made == nullptr) {
+    throw TransportError(DOMINO_ERR_SYSTEM, std::string("transport '") + plugin_->name +
+                                                "' shrank a communicator but returned none");
+  }
+  return std::unique_ptr<Communicator>(new Communicator(plugin_, made, config));
+}
+
 bool Communicator::set_timeout(int64_t timeout_ms) {
   if (plugin_->comm_set_timeout == nullptr || comm_ == nullptr) return false;
   char err[1024] = {0};

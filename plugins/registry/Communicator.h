@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "domino/plugin.h"
 #include "plugins/algorithms/AllreduceChoice.h"
@@ -28,6 +29,13 @@ class Communicator {
   // A communicator made from this one by the plugin's comm_split, collectively over all of this
   // communicator's ranks; nullptr for a rank with color < 0. The plugin must have comm_split.
   std::unique_ptr<Communicator> split(int color, int key, const domino_comm_config_t& config);
+  // Whether the plugin has comm_shrink.
+  bool can_shrink() const { return plugin_->comm_shrink != nullptr; }
+  // A communicator of this one's ranks without `exclude` (this communicator's ranks), made by the
+  // plugin's comm_shrink collectively over the remaining ranks; abort_first ends the work in
+  // flight first. The plugin must have comm_shrink.
+  std::unique_ptr<Communicator> shrink(const std::vector<int32_t>& exclude, bool abort_first,
+                                       const domino_comm_config_t& config);
   // From any thread: ends what is in flight (the plugin's comm_abort); false when the transport
   // cannot.
   bool abort();

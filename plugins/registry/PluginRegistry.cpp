@@ -30,6 +30,8 @@ size_t table_bytes(uint32_t version) {
       return offsetof(domino_plugin_t, link_send);
     case 5:
       return offsetof(domino_plugin_t, allreduce_with);
+    case 6:
+      return offsetof(domino_plugin_t, comm_shrink);
     default:
       return sizeof(domino_plugin_t);
   }

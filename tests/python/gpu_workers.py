@@ -171,3 +171,24 @@ def watchdog_aborts_a_stuck_communicator(rank: int, world: int) -> dict:
     dist.all_reduce(cpu)
     return {"errors": errors, "seconds": time.perf_counter() - started,
             "cpu_after": cpu.tolist(), "path": _cuda_state()["path"]}
+
+
+def shrink_on_device(rank: int, world: int) -> dict:
+    """Each rank on a GPU of its own all-reduces on the device (an NCCL communicator per lane), then
+    the group shrinks without its last rank, which is alive and simply leaves: the others go on
+    on the device over the communicator NCCL shrank (ncclCommShrink), with no rendezvous."""
+    device = torch.device("cuda", rank)
+    torch.cuda.set_device(device)
+    before = torch.full((1024,), float(rank + 1), device=device)
+    dist.all_reduce(before)
+    torch.cuda.synchronize()
+    if rank == world - 1:
+        return {"left": True}
+    dist.shrink_group([world - 1])
+    after = torch.full((1024,), float(rank + 1), device=device)
+    dist.all_reduce(after)
+    torch.cuda.synchronize()
+    survivors = world - 1
+    return {"before": before[0].item(), "after": after[0].item(),
+            "expected_before": world * (world + 1) / 2,
+            "expected_after": survivors * (survivors + 1) / 2, "state": _cuda_state()}

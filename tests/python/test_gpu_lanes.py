@@ -63,3 +63,18 @@ def test_the_watchdog_aborts_a_stuck_nccl_communicator_and_the_process_lives():
     assert "did not finish within the group timeout of 3000 ms" in facts["errors"]["later"], facts
     assert "communicators were aborted" in facts["errors"]["later"], facts
     assert facts["cpu_after"] == [1.0, 1.0, 1.0]
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2,
+                    reason="ncclCommShrink needs a GPU per rank, so at least two GPUs")
+def test_shrink_on_device_keeps_the_nccl_communicator():
+    world = min(torch.cuda.device_count(), 4)
+    results = run_ranks(world, "gpu_workers.shrink_on_device", timeout=300,
+                        env={"DOMINO_LOG": "info"})
+    values = assert_all_ok(results)
+    for r, value in enumerate(values[:-1]):
+        assert value["before"] == value["expected_before"], value
+        assert value["after"] == value["expected_after"], value
+        assert value["state"]["path"] == "nccl", value
+        # The shrunk group took the communicator NCCL shrank; it made none of its own.
+        assert "ncclCommShrink" in results[r].output, results[r].output[-3000:]

@@ -14,8 +14,10 @@
 extern "C" {
 #endif
 
-#define DOMINO_PLUGIN_ABI_VERSION 6u
+#define DOMINO_PLUGIN_ABI_VERSION 7u
 #define DOMINO_PLUGIN_INIT_SYMBOL "domino_plugin_init"
+/* comm_shrink's flags. */
+#define DOMINO_SHRINK_ABORT 0x1u /* end the parent's work in flight first */
 
 typedef enum domino_dtype {
   DOMINO_FLOAT32 = 0,
@@ -191,6 +193,17 @@ typedef struct domino_plugin {
    * call. (Added in ABI 6.) */
   int (*allreduce_with)(domino_comm_t* comm, const domino_buffer_t* send, domino_buffer_t* recv,
                         domino_redop_t op, const char* algorithm, char* err, size_t err_size);
+  /* Makes a communicator of parent's ranks without exclude[0..exclude_count) (parent's ranks),
+   * collectively over the ranks that remain, which keep their order (rank i of the new one is the
+   * i-th remaining rank); the excluded ranks may be dead and do not call it. With
+   * DOMINO_SHRINK_ABORT in flags, parent's work in flight ends first (one of them may have died
+   * in the middle of it). parent is only destroyed afterwards. config describes the new
+   * communicator as comm_create's would; its bootstrap may be NULL. NULL entry: the backend
+   * makes the new group's communicators with comm_create and a rendezvous of the remaining ranks
+   * instead. (Added in ABI 7.) */
+  int (*comm_shrink)(domino_comm_t* parent, const int32_t* exclude, int32_t exclude_count,
+                     uint32_t flags, const domino_comm_config_t* config, domino_comm_t** comm,
+                     char* err, size_t err_size);
 } domino_plugin_t;
 
 /* The one symbol a plugin library exports. Returns NULL if it cannot serve abi_version. */
