@@ -26,6 +26,8 @@ struct PartwiseState : torch::CustomClassHolder {
   TensorParallelGroupPtr group;
   // Per part, then the norm's parameters: the slot its gradient's sum goes to (none at TP 1).
   std::vector<c10::intrusive_ptr<DeferredReduction>> slots;
+  // Every part's gradient in one message (see partwise_norm_linear).
+  bool one_message = false;
 };
 
 // The whole input's norm-then-linear backward: one GEMM each for the weight and the input
@@ -98,37 +100,50 @@ struct NormLinearFunction : public torch::autograd::Function<NormLinearFunction>
         }
       }
       // Each part's sum starts as soon as it is cut out, the weight GEMM below runs under them.
-      // The last part and the norm's parameters share one message: a small all-reduce of its
-      // own would pay a whole message's latency for a few kilobytes.
+      // The last parts and the norm's parameters share one message: a small all-reduce of its
+      // own would pay a whole message's latency for a few kilobytes. Which parts: the last, or
+      // all of them where nothing downstream takes the parts one by one.
       const auto slot = [&](size_t index) { return state->slots[index]; };
       const auto part_dtype = saved[0].scalar_type();
       const auto affine_slot = static_cast<size_t>(count);
-      const bool shared_message = ctx->needs_input_grad(count - 1) && want_affine &&
-                                  slot(affine_slot) && slot(affine_slot - 1) &&
-                                  affine.scalar_type() == part_dtype;
-      for (int64_t k = 0; k < count && want_parts; ++k) {
+      const bool pack_affine =
+          want_affine && slot(affine_slot) && affine.scalar_type() == part_dtype;
+      const int64_t shared_from = state->one_message ? 0 : count - 1;
+      bool shared = want_parts && (state->one_message || pack_affine);
+      for (int64_t k = shared_from; k < count && shared; ++k) {
+        shared = ctx->needs_input_grad(k) && slot(static_cast<size_t>(k));
+      }
+      if (shared) {
+        int64_t total = pack_affine ? grad_affine.numel() : 0;
+        for (int64_t k = shared_from; k < count; ++k)
+          total += saved[static_cast<size_t>(k)].numel();
+        auto message = at::empty({total}, grad_input.options().dtype(part_dtype));
+        int64_t offset = 0;
+        for (int64_t k = shared_from; k < count; ++k) {
+          const auto index = static_cast<size_t>(k);
+          const auto& shape = saved[index].sizes();
+          const int64_t part_size = saved[index].numel();
+          result[index] = message.narrow(0, offset, part_size).view(shape);
+          result[index].copy_(grad_input.narrow(-1, k * width, width).view(shape));
+          offset += part_size;
+        }
+        if (pack_affine) {
+          result[affine_slot] = message.narrow(0, offset, grad_affine.numel());
+          result[affine_slot].copy_(grad_affine);
+        }
+        const auto work = state->group->all_reduce_async(message);
+        for (int64_t k = shared_from; k < count; ++k) slot(static_cast<size_t>(k))->issued(work);
+        if (pack_affine) slot(affine_slot)->issued(work);
+      }
+      for (int64_t k = 0; k < (shared ? shared_from : count) && want_parts; ++k) {
         const auto index = static_cast<size_t>(k);
         // A part nobody asked for is neither computed out nor reduced (every rank asks alike).
         if (!ctx->needs_input_grad(k)) continue;
         const auto columns = grad_input.narrow(-1, k * width, width);
-        const auto& shape = saved[index].sizes();
-        if (shared_message && index + 1 == affine_slot) {
-          const int64_t part_size = columns.numel();
-          auto message =
-              at::empty({part_size + grad_affine.numel()}, columns.options().dtype(part_dtype));
-          result[index] = message.narrow(0, 0, part_size).view(shape);
-          result[index].copy_(columns.view(shape));
-          result[affine_slot] = message.narrow(0, part_size, grad_affine.numel());
-          result[affine_slot].copy_(grad_affine);
-          const auto work = state->group->all_reduce_async(message);
-          slot(index)->issued(work);
-          slot(affine_slot)->issued(work);
-          continue;
-        }
-        result[index] = columns.contiguous().view(shape).to(part_dtype);
+        result[index] = columns.contiguous().view(saved[index].sizes()).to(part_dtype);
         if (slot(index)) slot(index)->issued(state->group->all_reduce_async(result[index]));
       }
-      if (want_affine && !shared_message) {
+      if (want_affine && !(shared && pack_affine)) {
         result[affine_slot] = grad_affine.to(affine.scalar_type());
         if (slot(affine_slot)) {
           slot(affine_slot)->issued(state->group->all_reduce_async(result[affine_slot]));
@@ -148,7 +163,7 @@ struct NormLinearFunction : public torch::autograd::Function<NormLinearFunction>
 }  // namespace
 
 at::Tensor partwise_norm_linear(MicroBatch& input, const NormImpl& norm,
-                                const ColumnParallelLinearImpl& linear) {
+                                const ColumnParallelLinearImpl& linear, bool one_gradient_message) {
   const bool layer_norm = norm.kind() == Normalization::kLayerNorm;
   const int64_t full = norm.weight.size(0);
   const int64_t width = full / input.parts();
@@ -156,6 +171,7 @@ at::Tensor partwise_norm_linear(MicroBatch& input, const NormImpl& norm,
               "partwise_norm_linear: a hidden size of ", full, " (norm) and ", linear.in_features(),
               " (linear) does not cut into ", input.parts(), " equal column parts");
   auto state = c10::make_intrusive<PartwiseState>();
+  state->one_message = one_gradient_message;
   std::vector<at::Tensor> parts;
   c10::ScalarType compute = c10::ScalarType::Undefined;
   // The value part by part, outside autograd: each part's product accumulates in place as the

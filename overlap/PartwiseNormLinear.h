@@ -20,7 +20,12 @@
 
 namespace domino::overlap {
 
+// one_gradient_message: backward sums the parts' input gradients in one all-reduce instead of
+// one each. Right where the producer of the parts waits for all of them anyway (the row-parallel
+// backward of several micro-batches runs as one node); the per-part messages pay off only where
+// it takes them part by part (one micro-batch).
 at::Tensor partwise_norm_linear(MicroBatch& input, const NormImpl& norm,
-                                const ColumnParallelLinearImpl& linear);
+                                const ColumnParallelLinearImpl& linear,
+                                bool one_gradient_message = false);
 
 }  // namespace domino::overlap

@@ -39,6 +39,8 @@ std::vector<MicroBatch> TransformerLayerImpl::forward_micro_batches(std::vector<
   // Column parts: each block's norm and first GEMM take part k as soon as it is summed. With
   // one rank nothing is summed, and the plain norm then linear is cheaper.
   const bool partwise = chunks > 1 && group_->size() > 1;
+  // With several micro-batches the row-parallel backward takes its whole gradient at once.
+  const bool one_gradient_message = defer;
   auto residual_after = [&](MicroBatch& input, PendingSum delta, const std::string& site) {
     MicroBatch next;
     if (partwise) {
@@ -61,8 +63,9 @@ std::vector<MicroBatch> TransformerLayerImpl::forward_micro_batches(std::vector<
     at::Tensor context;
     if (partwise) {
       input.cut_columns(chunks);
-      context = attention->attend(partwise_norm_linear(input, *input_norm, *attention->qkv),
-                                  dropout, input.batch_offset(), prefix + "attention.probs");
+      context = attention->attend(
+          partwise_norm_linear(input, *input_norm, *attention->qkv, one_gradient_message), dropout,
+          input.batch_offset(), prefix + "attention.probs");
     } else {
       context = attention->context(input_norm->forward(input.resolve()), dropout,
                                    input.batch_offset(), prefix + "attention.probs", defer);
@@ -73,7 +76,8 @@ std::vector<MicroBatch> TransformerLayerImpl::forward_micro_batches(std::vector<
   std::vector<MicroBatch> outputs;
   for (auto& input : attended) {
     const auto activated =
-        partwise ? mlp->activate(partwise_norm_linear(input, *post_attention_norm, *mlp->fc1))
+        partwise ? mlp->activate(partwise_norm_linear(input, *post_attention_norm, *mlp->fc1,
+                                                      one_gradient_message))
                  : mlp->activated(post_attention_norm->forward(input.resolve()), defer);
     outputs.push_back(residual_after(input, mlp->project(activated, chunks, !defer), "mlp.out"));
   }

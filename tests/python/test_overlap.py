@@ -118,9 +118,10 @@ def test_reductions_use_the_high_priority_lane_on_domino():
                column_chunks=2)
     for counts in assert_all_ok(run_ranks(2, "overlap_workers.lanes_used", cfg)):
         # forward: 2 layers x 2 blocks x 2 micro-batches x 2 column chunks; backward, per
-        # column-parallel linear (2 per layer) per micro-batch: its input gradient in the same 2
-        # column parts, the last carrying the gradient of the norm fused into it too
-        assert counts == {"high": 16 + 2 * 2 * 2 * 2, "normal": 0, "low": 0}
+        # column-parallel linear (2 per layer) per micro-batch: its input gradient's 2 column
+        # parts in one message (the row-parallel backward of 2 micro-batches takes them at once),
+        # which carries the gradient of the norm fused into it too
+        assert counts == {"high": 16 + 2 * 2 * 2, "normal": 0, "low": 0}
 
 
 def test_unshardable_configs_and_bad_inputs_are_named():
