@@ -5,8 +5,8 @@ Each run starts the ranks afresh (a FileStore, so the store outlives any rank), 
 before it kills itself. The survivors catch the error, call dist.shrink_group with SHRINK_ABORT
 and all-reduce on the new group; the time to that all-reduce's return, from the first victim's
 death, is the recovery time (the slowest survivor's). Layouts: 4 ranks on one host (rank 3
-dies), and 2x2 simulated hosts (DOMINO_HOST_ID; UCX between them) where host b's ranks 2 and 3
-die together.
+dies); 2x2 simulated hosts (DOMINO_HOST_ID; UCX between them) where host b's ranks 2 and 3
+die together; and 2x2 interleaved (ranks 0, 2 on host a, 1, 3 on host b) where rank 3 dies.
 
     python bench/shrink/shrink_bench.py --repeats 10    # writes bench/results/shrink.{csv,md}
 """
@@ -30,6 +30,9 @@ LAYOUTS = {
     "4 ranks, one host, rank 3 dies": {"world": 4, "victims": [3], "hosts": None},
     "2x2 simulated hosts, host b (ranks 2, 3) dies": {"world": 4, "victims": [2, 3],
                                                        "hosts": ["a", "a", "b", "b"]},
+    # Host a's ranks wait on host b's survivor, which alone sees the death (its notice tells them).
+    "2x2 interleaved simulated hosts (a b a b), rank 3 dies": {"world": 4, "victims": [3],
+                                                                "hosts": ["a", "b", "a", "b"]},
 }
 
 

@@ -53,6 +53,11 @@ std::string describe_signature(ucp_tag_t signature) {
   return text;
 }
 constexpr size_t kAddressCapacity = 64 * 1024;
+// The wording shared memory uses for the same event, so one check finds both.
+constexpr const char* kEndedHere =
+    "this rank ended the group's communication (ProcessGroup abort(), or shrink_group, which "
+    "leaves out the ranks it excludes); use the shrunk group, or destroy this one and create a "
+    "new one.";
 
 uint64_t fnv1a(const std::string& text) {
   uint64_t h = 1469598103934665603ull;
@@ -148,9 +153,7 @@ UcxCommunicator::Call UcxCommunicator::start(const char* op, const char* algorit
   }
   if (aborted_.load()) {
     throw TransportError(DOMINO_ERR_PEER, std::string("ucx ") + op + " on group '" + group_ +
-                                              "' refused: its communication was aborted (abort, "
-                                              "or shrink_group). Destroy the "
-                                              "process group and create a new one.");
+                                              "' refused: " + kEndedHere);
   }
   return Call{op, algorithm, std::chrono::steady_clock::now() + timeout_.load()};
 }
@@ -243,9 +246,7 @@ void UcxCommunicator::check(const Call& call, std::vector<Transfer>& transfers) 
     throw TransportError(DOMINO_ERR_PEER, where() + ": " + ended_by_message(by));
   }
   if (aborted_.load() && !late.empty()) {
-    throw TransportError(DOMINO_ERR_PEER, where() +
-                                              ": aborted in flight (abort, or shrink_group). "
-                                              "Destroy the process group and create a new one.");
+    throw TransportError(DOMINO_ERR_PEER, where() + ": in flight when " + kEndedHere);
   }
   if (!late.empty()) {
     std::vector<int> peers;
