@@ -17,9 +17,12 @@ def test_the_remaining_ranks_shrink_the_default_group_and_run_every_op():
         assert value == {"rank": rank, "world": 2, "is_default": True, "failures": []}, value
 
 
-def test_a_rank_left_out_that_calls_the_old_group_is_told():
+# three-hosts: the rank left out hears of the end over UCX (the others' notice), not at its timeout.
+@pytest.mark.parametrize("layout", [None, "three-hosts"])
+def test_a_rank_left_out_that_calls_the_old_group_is_told(layout):
+    rank_env = host_env(["a", "b", "c"]) if layout else None
     values = assert_all_ok(run_ranks(3, "shrink_workers.excluded_calls_old_group",
-                                     group_timeout_s=60))
+                                     group_timeout_s=60, rank_env=rank_env))
     assert values[0]["failures"] == [] and values[1]["failures"] == []
     error = values[2]["error"]
     assert "shrink_group" in error, error
