@@ -25,6 +25,10 @@ class DeviceRuntime {
   virtual std::string identity(c10::DeviceIndex device) = 0;
   // The cudaStream_t behind stream, for transports.
   virtual void* native_handle(const c10::Stream& stream) = 0;
+  // A stream passing from one group's runtime to another's (a shrunk group keeps its parent's):
+  // the first stops holding it, the second holds it from now on.
+  virtual void release(const c10::Stream& stream) = 0;
+  virtual void adopt(const c10::Stream& stream) = 0;
 };
 
 // nullptr when this build has no CUDA or the process sees no GPU.

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <set>
+#include <thread>
 
 #include "DeviceMemory.h"
 #include "DeviceRuntime.h"
@@ -30,15 +31,34 @@ DeviceTransport::DeviceTransport(Group group)
     : group_(std::move(group)), device_health_(std::make_shared<DeviceHealth>()) {
   if (group_.inherited == nullptr || group_.inherited->comms.empty()) return;
   std::lock_guard<std::mutex> lock(device_mutex_);
-  device_runtime();  // the inherited streams are reported through it
   // The parent decided NCCL for these ranks; a subset of them decides the same.
   device_path_ = DevicePath::kNccl;
   comm_streams_ = group_.inherited->streams;
+  for (const auto& [key, stream] : comm_streams_) device_runtime().adopt(stream);
   inherited_comms_ = std::move(group_.inherited->comms);
   for (auto& [key, comm] : inherited_comms_) {
     // They were made with the parent's timeout; this group's may differ (pg_options).
     group_.timeout_applies(comm->set_timeout(timeout().count()));
     device_communicators_.push_back(comm.get());
+  }
+}
+
+void DeviceTransport::finish_device_work(const std::string& what) {
+  std::vector<c10::Stream> streams;
+  {
+    std::lock_guard<std::mutex> lock(device_mutex_);
+    for (const auto& [key, stream] : comm_streams_) streams.push_back(stream);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout();
+  for (const c10::Stream& stream : streams) {
+    while (!stream.query()) {
+      TORCH_CHECK(std::chrono::steady_clock::now() < deadline, what,
+                  ": CUDA collectives of this group are still running on the device after ",
+                  timeout().count(),
+                  " ms; wait for them (work.wait() and torch.cuda.synchronize()), or pass "
+                  "shrink_flags=SHRINK_ABORT to end them");
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
   }
 }
 
@@ -50,6 +70,8 @@ std::shared_ptr<InheritedDeviceComms> DeviceTransport::shrink(
   // shrink it.
   std::map<int, std::pair<int, Communicator*>> mine;
   // A child sharing the parent's resources would die with the parent, which is aborted next.
+  // NCCL shares them on a graceful shrink where the parent's config (or this variable) says so;
+  // the parent was made without shrinkShare, so the variable is what would.
   const char* shared = std::getenv("NCCL_COMM_SHRINK_SHARE_RESOURCES");
   const bool sharing = shared != nullptr && std::string(shared) != "0" && !abort_first;
   {
@@ -110,7 +132,19 @@ std::shared_ptr<InheritedDeviceComms> DeviceTransport::shrink(
       std::lock_guard<std::mutex> lock(device_mutex_);
       config.stream = device_runtime_->native_handle(stream);
     }
-    inherited->comms[{lane, device}] = flat->shrink(excluded, abort_first, config);
+    try {
+      inherited->comms[{lane, device}] = flat->shrink(excluded, abort_first, config);
+    } catch (...) {
+      // Its communicator is aborted now: a second attempt leaves the lane to the new group.
+      std::lock_guard<std::mutex> lock(device_mutex_);
+      device_comms_.at({lane, device}).broken = true;
+      throw;
+    }
+    {
+      // The new group owns the stream from here: this group must not hand it back for reuse.
+      std::lock_guard<std::mutex> lock(device_mutex_);
+      device_runtime_->release(stream);
+    }
     inherited->streams.emplace(std::make_pair(lane, device), stream);
     log_line(LogLevel::kInfo, group_.rank,
              label() + ": the " + priority_name(priority) +
@@ -149,17 +183,18 @@ void DeviceTransport::run(Work& work, const std::function<void(Work&, RoutedComm
   DeviceSessionScope in_session(&session);
   c10::StreamGuard on_comm_stream(stream);
   // Sends and receives over NCCL use pair communicators (their bodies ask for them).
-  RoutedComm& comm = staged || issue.route != Route::kCollective
-                         ? group_.host_communicator(lane)
-                         : device_communicator(lane, device, stream);
+  const bool over_nccl = !staged && issue.route == Route::kCollective;
   try {
+    RoutedComm& comm =
+        over_nccl ? device_communicator(lane, device, stream) : group_.host_communicator(lane);
     body(work, comm);
   } catch (...) {
-    // Its NCCL communicators may be aborted now (a failed op aborts them): a shrink must not
-    // count on them.
-    if (!staged && issue.route == Route::kCollective) {
+    // Its NCCL communicators may be aborted now (a failed op or set-up aborts them): a shrink
+    // must not count on them.
+    if (over_nccl) {
       std::lock_guard<std::mutex> lock(device_mutex_);
-      device_comms_[{lane, device.index()}].broken = true;
+      auto found = device_comms_.find({lane, device.index()});
+      if (found != device_comms_.end()) found->second.broken = true;
     }
     throw;
   }
@@ -395,6 +430,8 @@ RoutedComm& DeviceTransport::device_communicator(int lane, c10::Device device,
   // The first communicator over every rank ("" on one host, "inter" across hosts) is the one a
   // shrink carries over.
   bool flat_made = false;
+  Communicator* flat_comm = nullptr;
+  Communicator* inherited_comm = nullptr;
   auto make = [&](const RoutedComm::Spec& spec) -> std::unique_ptr<Communicator> {
     const bool flat = !flat_made && spec.members.size() == static_cast<size_t>(group_.size);
     flat_made = flat_made || flat;
@@ -405,7 +442,7 @@ RoutedComm& DeviceTransport::device_communicator(int lane, c10::Device device,
         std::unique_ptr<Communicator> inherited = std::move(found->second);
         inherited_comms_.erase(found);
         if (root == nullptr) root = inherited.get();
-        slot->flat = inherited.get();
+        flat_comm = inherited_comm = inherited.get();
         return inherited;
       }
     }
@@ -435,17 +472,26 @@ RoutedComm& DeviceTransport::device_communicator(int lane, c10::Device device,
     }
     auto made = std::make_unique<Communicator>(group_.nccl, config);
     if (root == nullptr) root = made.get();
-    if (flat) {
-      std::lock_guard<std::mutex> lock(device_mutex_);
-      slot->flat = made.get();
-    }
+    if (flat) flat_comm = made.get();
     made_here.push_back(made.get());
     return made;
   };
-  slot->comm = std::make_unique<RoutedComm>(*slot->router, group_.rank, make,
-                                            std::make_shared<DeviceMemory>());
+  try {
+    slot->comm = std::make_unique<RoutedComm>(*slot->router, group_.rank, make,
+                                              std::make_shared<DeviceMemory>());
+  } catch (...) {
+    // The inherited communicator went with the half-built set-up: the watchdog and abort() must
+    // not reach it.
+    std::lock_guard<std::mutex> lock(device_mutex_);
+    std::erase(device_communicators_, inherited_comm);
+    throw;
+  }
   // Only now: had the set-up failed half-way, the communicators made so far would be gone.
   for (Communicator* comm : made_here) track(comm);
+  {
+    std::lock_guard<std::mutex> lock(device_mutex_);
+    slot->flat = flat_comm;
+  }
   return *slot->comm;
 }
 

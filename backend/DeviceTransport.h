@@ -123,6 +123,9 @@ class DeviceTransport {
   // "recv:any") and device.
   std::vector<CommStream> comm_streams() const;
 
+  // Waits (at most the group's timeout) until the device has run every CUDA op this group
+  // enqueued, so that ending its communicators loses nothing; throws naming `what` otherwise.
+  void finish_device_work(const std::string& what);
   // For dist.shrink_group, on every remaining rank, before the parent is ended: each lane's flat
   // NCCL communicator shrunk without `excluded` (group ranks), by the transport's comm_shrink
   // (ncclCommShrink); abort_first ends their work in flight first. Only lanes every remaining

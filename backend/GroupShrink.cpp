@@ -75,12 +75,14 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupDomino::shrink(
   what += " (global " + rank_list(leaving_global) + ")";
   TORCH_CHECK(!excluded[static_cast<size_t>(rank_)], what, ": this rank (", rank_,
               ") is one of those excluded; only the ranks that remain call shrink_group");
-  ++shrink_attempts_;
   const bool abort_first = (shrink_flags & kShrinkAbort) != 0;
   // NCCL's contract: a graceful shrink does not silently end work the caller still waits for.
   TORCH_CHECK(abort_first || lanes_.pending() == 0, what, ": ", lanes_.pending(),
               " collective(s) of this group are still queued or running; wait for them, or "
               "pass shrink_flags=SHRINK_ABORT to end them");
+  // CUDA work the lanes have handed to the device may still run there: the parent's abort
+  // below would cut it short.
+  if (!abort_first) device_->finish_device_work(what);
 
   // Every remaining rank meets under one prefix of the parent's store, apart from the parent's
   // keys and from other shrinks of it (ranks naming other exclusions never meet). Counted on
@@ -108,6 +110,8 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupDomino::shrink(
   auto options = Options::create(timeout());
   options->priority = options_->priority;
   options->group_name = group_name_ + ":shrunk" + std::to_string(shrinks_ + 1);
+  // Counted only here, where every remaining rank that came this far meets the others.
+  ++shrink_attempts_;
   try {
     // Before the parent's NCCL communicators are aborted below: ncclCommShrink needs them.
     options->inherited_device_comms =

@@ -95,6 +95,19 @@ class CudaRuntime : public DeviceRuntime {
     return c10::cuda::CUDAStream(c10::cuda::CUDAStream::UNCHECKED, stream).stream();
   }
 
+  void release(const c10::Stream& stream) override {
+    const auto native = static_cast<cudaStream_t>(native_handle(stream));
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::erase_if(streams_, [&](const Held& held) { return held.stream == native; });
+  }
+
+  void adopt(const c10::Stream& stream) override {
+    const auto native = static_cast<cudaStream_t>(native_handle(stream));
+    const int priority = priority_of(stream);
+    std::lock_guard<std::mutex> lock(mutex_);
+    streams_.push_back({stream.device_index(), priority, native});
+  }
+
  private:
   struct Held {
     c10::DeviceIndex device;

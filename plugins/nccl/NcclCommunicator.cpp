@@ -253,9 +253,6 @@ NcclCommunicator* NcclCommunicator::shrink(NcclCommunicator& parent, std::vector
   DeviceScope scope(parent.device_);
   ncclConfig_t nccl_config = NCCL_CONFIG_INITIALIZER;
   nccl_config.blocking = 0;
-#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
-  nccl_config.shrinkShare = 0;  // the parent is aborted afterwards: the child must not share it
-#endif
   ncclComm_t made = nullptr;
   try {
     // As for split: NCCL's job runs on the parent, whose state shows its result (also a failed

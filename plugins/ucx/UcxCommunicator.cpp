@@ -1,5 +1,7 @@
 #include "UcxCommunicator.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 #include <random>
@@ -91,8 +93,12 @@ UcxCommunicator::UcxCommunicator(const domino_comm_config_t& config)
   // (c10d reuses names after a shrink) whose last messages may still be queued.
   std::string draw;
   if (rank_ == 0) {
+    // A random_device that is a fixed generator somewhere must still differ per process and
+    // time.
     std::random_device entropy;
-    draw = std::to_string(entropy()) + "-" + std::to_string(entropy());
+    draw = std::to_string(entropy()) + "-" + std::to_string(entropy()) + "-" +
+           std::to_string(getpid()) + "-" +
+           std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
     bootstrap.set("ucx/draw", draw);
   } else {
     draw = bootstrap.get("ucx/draw", timeout_.load(), 64);
@@ -147,7 +153,7 @@ std::string UcxCommunicator::ended_by_message(int by) const {
 }
 
 UcxCommunicator::Call UcxCommunicator::start(const char* op, const char* algorithm) const {
-  if (const int by = ended_by_.load(); by >= 0) {
+  if (const int by = ended_by_.load(); by >= 0 && !aborted_.load()) {
     throw TransportError(DOMINO_ERR_PEER, std::string("ucx ") + op + " on group '" + group_ +
                                               "' refused: " + ended_by_message(by));
   }
@@ -238,15 +244,15 @@ void UcxCommunicator::check(const Call& call, std::vector<Transfer>& transfers) 
     return (t.status != UCS_OK && t.status != UCS_ERR_CANCELED) ||
            (t.status == UCS_OK && t.is_receive && t.received_bytes != t.bytes);
   });
+  if (aborted_.load() && (!late.empty() || cut_short)) {
+    throw TransportError(DOMINO_ERR_PEER, where() + ": in flight when " + kEndedHere);
+  }
   if (cut_short && !own_failure && worker_.landed(notice_)) {
     const int by = static_cast<int>((notice_.sender_tag & kSourceMask) >> kUserTagBits);
     // The sender told every peer already; relaying it would cost each rank N messages more.
     told_.store(true);
     ended_by_.store(by);
     throw TransportError(DOMINO_ERR_PEER, where() + ": " + ended_by_message(by));
-  }
-  if (aborted_.load() && !late.empty()) {
-    throw TransportError(DOMINO_ERR_PEER, where() + ": in flight when " + kEndedHere);
   }
   if (!late.empty()) {
     std::vector<int> peers;

@@ -398,6 +398,21 @@ std::vector<size_t> UcxWorker::wait(std::vector<Transfer>& transfers,
   }
   std::vector<size_t> late;
   std::lock_guard<std::mutex> lock(mutex_);
+  // A send to a live peer usually completes within moments (eager ones once UCX has taken the
+  // bytes): given that time, its endpoint, which other groups share, stays open.
+  constexpr auto kSendGrace = std::chrono::milliseconds(50);
+  const auto grace_end = std::chrono::steady_clock::now() + kSendGrace;
+  auto sends_pending = [&] {
+    for (Transfer& t : transfers) {
+      if (t.is_receive || t.request == nullptr) continue;
+      if (ucp_request_check_status(t.request) == UCS_INPROGRESS) return true;
+      t.status = ucp_request_check_status(t.request);
+      ucp_request_free(t.request);
+      t.request = nullptr;
+    }
+    return false;
+  };
+  while (sends_pending() && std::chrono::steady_clock::now() < grace_end) progress();
   for (size_t i = 0; i < transfers.size(); ++i) {
     Transfer& t = transfers[i];
     if (t.request == nullptr) continue;
@@ -406,7 +421,7 @@ std::vector<size_t> UcxWorker::wait(std::vector<Transfer>& transfers,
       cancel_receive(t);
     } else {
       // Closing the endpoint cancels the send, so UCX stops reading the caller's buffer. The
-      // endpoint is shared: other groups' sends to this peer fail too, as they would anyway.
+      // endpoint is shared: other groups' sends to this peer fail too.
       ucp_request_free(t.request);
       drop_endpoint(t.peer_address, t.endpoint);
     }
