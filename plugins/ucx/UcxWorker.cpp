@@ -428,7 +428,18 @@ std::vector<size_t> UcxWorker::wait(std::vector<Transfer>& transfers,
     t.request = nullptr;
     t.status = failed ? UCS_ERR_CANCELED : UCS_ERR_TIMED_OUT;
   }
+  if (failed) drop_failed_endpoints();
   return late;
+}
+
+void UcxWorker::drop_failed_endpoints() {
+  // A dead peer's endpoint would otherwise stay, with its connection's descriptor, until some
+  // group called that peer again, which none will.
+  std::vector<std::string> failed;
+  for (const auto& [address, known] : endpoints_) {
+    if (known.health->failure != UCS_OK) failed.push_back(address);
+  }
+  for (const std::string& address : failed) drop_endpoint(address);
 }
 
 }  // namespace domino::ucx

@@ -98,6 +98,7 @@ class UcxWorker {
   // Under mutex_; only if it is still `expected` (when given): a newer one to the same peer
   // serves other groups.
   void drop_endpoint(const std::string& peer_address, ucp_ep_h expected = nullptr);
+  void drop_failed_endpoints();                 // under mutex_: those UCX reported failed
   bool poll(std::vector<Transfer>& transfers);  // under mutex_; true when all done
   bool landed_locked(Transfer& t);              // under mutex_
   // Under mutex_: cancels a pending receive; its request is null afterwards. Returns its final
