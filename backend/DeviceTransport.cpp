@@ -87,18 +87,17 @@ std::shared_ptr<InheritedDeviceComms> DeviceTransport::shrink(
       mine[key.first] = {key.second, again ? nullptr : slot.flat};
     }
   }
+  std::erase_if(mine, [](const auto& entry) { return entry.second.second == nullptr; });
+  std::set<int> common;
   std::string lanes;
   for (const auto& [lane, held] : mine) {
-    if (held.second != nullptr) lanes += std::to_string(lane) + ",";
+    common.insert(lane);
+    lanes += std::to_string(lane) + ",";
   }
   // The remaining ranks shrink the lanes they all hold, in one order (each shrink is collective).
   const std::string round = std::to_string(attempt) + "/";
   meeting.set("nccl-lanes/" + round + std::to_string(new_rank),
               std::vector<uint8_t>(lanes.begin(), lanes.end()));
-  std::set<int> common;
-  for (const auto& [lane, held] : mine) {
-    if (held.second != nullptr) common.insert(lane);
-  }
   for (size_t r = 0; r < remaining.size() && !common.empty(); ++r) {
     if (static_cast<int>(r) == new_rank) continue;
     const std::string key = "nccl-lanes/" + round + std::to_string(r);
@@ -429,12 +428,11 @@ RoutedComm& DeviceTransport::device_communicator(int lane, c10::Device device,
   std::vector<Communicator*> made_here;
   // The first communicator over every rank ("" on one host, "inter" across hosts) is the one a
   // shrink carries over.
-  bool flat_made = false;
   Communicator* flat_comm = nullptr;
   Communicator* inherited_comm = nullptr;
   auto make = [&](const RoutedComm::Spec& spec) -> std::unique_ptr<Communicator> {
-    const bool flat = !flat_made && spec.members.size() == static_cast<size_t>(group_.size);
-    flat_made = flat_made || flat;
+    const bool flat =
+        flat_comm == nullptr && spec.members.size() == static_cast<size_t>(group_.size);
     if (flat) {
       std::lock_guard<std::mutex> lock(device_mutex_);
       auto found = inherited_comms_.find({lane, device.index()});

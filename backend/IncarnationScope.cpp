@@ -1,12 +1,12 @@
 #include "IncarnationScope.h"
 
 #include <c10/util/Exception.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <random>
 #include <thread>
 #include <vector>
+
+#include "plugins/common/RandomHex.h"
 
 namespace domino {
 
@@ -19,27 +19,6 @@ constexpr std::chrono::milliseconds kListen{200};
 // do not hammer a store that also serves the launcher.
 constexpr std::chrono::milliseconds kFirstPause{50};
 constexpr std::chrono::milliseconds kLongestPause{1000};
-
-// 128 bits from the system's entropy source, mixed with the pid and the time so that a
-// deterministic random_device still never repeats across incarnations.
-std::string random_hex() {
-  std::random_device entropy;
-  std::seed_seq seed{
-      entropy(),
-      entropy(),
-      entropy(),
-      entropy(),
-      static_cast<unsigned>(getpid()),
-      static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count())};
-  std::mt19937_64 bits(seed);
-  const char* digits = "0123456789abcdef";
-  std::string out;
-  for (int word = 0; word < 2; ++word) {
-    uint64_t value = bits();
-    for (int i = 0; i < 16; ++i, value >>= 4) out.push_back(digits[value & 15]);
-  }
-  return out;
-}
 
 std::string as_string(const std::vector<uint8_t>& bytes) {
   return {bytes.begin(), bytes.end()};

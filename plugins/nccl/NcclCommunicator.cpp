@@ -245,10 +245,7 @@ bool NcclCommunicator::can_shrink() {
 NcclCommunicator* NcclCommunicator::shrink(NcclCommunicator& parent, std::vector<int> exclude,
                                            bool abort_first, const domino_comm_config_t& config) {
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 27, 0)
-  if (!can_shrink()) {
-    throw TransportError(DOMINO_ERR_UNSUPPORTED,
-                         parent.where("shrink") + ": the NCCL loaded is older than 2.27");
-  }
+  // The plugin offers comm_shrink only where can_shrink().
   const auto in_call = parent.enter("shrink");
   DeviceScope scope(parent.device_);
   ncclConfig_t nccl_config = NCCL_CONFIG_INITIALIZER;

@@ -1,14 +1,12 @@
 #include "UcxCommunicator.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstring>
-#include <random>
 
 #include "plugins/algorithms/Algorithms.h"
 #include "plugins/common/Bootstrap.h"
 #include "plugins/common/Dtype.h"
+#include "plugins/common/RandomHex.h"
 #include "plugins/common/TransportError.h"
 
 namespace domino::ucx {
@@ -93,12 +91,7 @@ UcxCommunicator::UcxCommunicator(const domino_comm_config_t& config)
   // (c10d reuses names after a shrink) whose last messages may still be queued.
   std::string draw;
   if (rank_ == 0) {
-    // A random_device that is a fixed generator somewhere must still differ per process and
-    // time.
-    std::random_device entropy;
-    draw = std::to_string(entropy()) + "-" + std::to_string(entropy()) + "-" +
-           std::to_string(getpid()) + "-" +
-           std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+    draw = random_hex();
     bootstrap.set("ucx/draw", draw);
   } else {
     draw = bootstrap.get("ucx/draw", timeout_.load(), 64);
@@ -153,13 +146,13 @@ std::string UcxCommunicator::ended_by_message(int by) const {
 }
 
 UcxCommunicator::Call UcxCommunicator::start(const char* op, const char* algorithm) const {
-  if (const int by = ended_by_.load(); by >= 0 && !aborted_.load()) {
-    throw TransportError(DOMINO_ERR_PEER, std::string("ucx ") + op + " on group '" + group_ +
-                                              "' refused: " + ended_by_message(by));
-  }
   if (aborted_.load()) {
     throw TransportError(DOMINO_ERR_PEER, std::string("ucx ") + op + " on group '" + group_ +
                                               "' refused: " + kEndedHere);
+  }
+  if (const int by = ended_by_.load(); by >= 0) {
+    throw TransportError(DOMINO_ERR_PEER, std::string("ucx ") + op + " on group '" + group_ +
+                                              "' refused: " + ended_by_message(by));
   }
   return Call{op, algorithm, std::chrono::steady_clock::now() + timeout_.load()};
 }

@@ -229,12 +229,21 @@ void UcxWorker::notify(const std::string& peer_address, ucp_tag_t tag) {
   if (UCS_PTR_IS_PTR(request)) ucp_request_free(request);  // UCX completes it on its own
 }
 
+void UcxWorker::take_completion(Transfer& t, ucs_status_t status) {
+  t.status = status;
+  // A truncated message was matched too: its tag says what the sender was doing.
+  if (t.is_receive && (status == UCS_OK || status == UCS_ERR_MESSAGE_TRUNCATED)) {
+    t.sender_tag = t.info->sender_tag;
+    t.received_bytes = t.info->length;
+  }
+  ucp_request_free(t.request);
+  t.request = nullptr;
+}
+
 bool UcxWorker::landed_locked(Transfer& t) {
-  if (t.request != nullptr && ucp_request_check_status(t.request) != UCS_INPROGRESS) {
-    t.status = ucp_request_check_status(t.request);
-    if (t.status == UCS_OK) t.sender_tag = t.info->sender_tag;
-    ucp_request_free(t.request);
-    t.request = nullptr;
+  if (t.request != nullptr) {
+    const ucs_status_t status = ucp_request_check_status(t.request);
+    if (status != UCS_INPROGRESS) take_completion(t, status);
   }
   return t.request == nullptr && t.status == UCS_OK && t.info != nullptr;
 }
@@ -268,16 +277,12 @@ ucs_status_t UcxWorker::cancel_receive(Transfer& t) {
   }
   const ucs_status_t status = ucp_request_check_status(t.request);
   if (status != UCS_INPROGRESS) {
-    if (status == UCS_OK) {
-      t.sender_tag = t.info->sender_tag;
-      t.received_bytes = t.info->length;
-    }
-    ucp_request_free(t.request);
+    take_completion(t, status);
   } else {
     // Its completion callback may still write here, after the caller has gone.
     new std::shared_ptr<ucp_tag_recv_info_t>(t.info);
+    t.request = nullptr;
   }
-  t.request = nullptr;
   return status;
 }
 
@@ -321,16 +326,9 @@ bool UcxWorker::poll(std::vector<Transfer>& transfers) {
       all_done = false;
       continue;
     }
-    t.status = status;
     // A send that failed leaves its endpoint unusable: the next user of the peer reconnects.
     if (!t.is_receive && status != UCS_OK) drop_endpoint(t.peer_address, t.endpoint);
-    // A truncated message was matched too: its tag says what the sender was doing.
-    if (t.is_receive && (status == UCS_OK || status == UCS_ERR_MESSAGE_TRUNCATED)) {
-      t.sender_tag = t.info->sender_tag;
-      t.received_bytes = t.info->length;
-    }
-    ucp_request_free(t.request);
-    t.request = nullptr;
+    take_completion(t, status);
   }
   return all_done;
 }
@@ -405,10 +403,9 @@ std::vector<size_t> UcxWorker::wait(std::vector<Transfer>& transfers,
   auto sends_pending = [&] {
     for (Transfer& t : transfers) {
       if (t.is_receive || t.request == nullptr) continue;
-      if (ucp_request_check_status(t.request) == UCS_INPROGRESS) return true;
-      t.status = ucp_request_check_status(t.request);
-      ucp_request_free(t.request);
-      t.request = nullptr;
+      const ucs_status_t status = ucp_request_check_status(t.request);
+      if (status == UCS_INPROGRESS) return true;
+      take_completion(t, status);
     }
     return false;
   };

@@ -101,6 +101,8 @@ class UcxWorker {
   void drop_failed_endpoints();                 // under mutex_: those UCX reported failed
   bool poll(std::vector<Transfer>& transfers);  // under mutex_; true when all done
   bool landed_locked(Transfer& t);              // under mutex_
+  // Under mutex_: records a finished request's status (and a receive's tag and length), frees it.
+  void take_completion(Transfer& t, ucs_status_t status);
   // Under mutex_: cancels a pending receive; its request is null afterwards. Returns its final
   // status: UCS_OK where the message landed meanwhile.
   ucs_status_t cancel_receive(Transfer& t);
