@@ -36,8 +36,8 @@ def test_torchrun_restarts_the_job_after_a_rank_fails(failure, tmp_path):
     # The default rendezvous shares one store across incarnations (torch's
     # TORCH_DISABLE_SHARE_RDZV_TCP_STORE unset), so the first incarnation's keys are all there.
     env = {k: v for k, v in os.environ.items() if k != "TORCH_DISABLE_SHARE_RDZV_TCP_STORE"}
-    # A 2 s monitor interval gives the survivors time to name the failure before torchrun
-    # stops them.
+    # The job's survivors defer torchrun's SIGTERM until their collective returns (see
+    # torchrun_job.py), so they name the failure however soon torchrun's monitor sees it.
     job = subprocess.Popen(
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "3",
          "--max-restarts", "1", "--monitor-interval", "2", str(HERE / "torchrun_job.py"), failure,

@@ -25,6 +25,11 @@ def record(**fields) -> None:
 
 
 record(done=False)
+# torchrun stops the survivors with SIGTERM once its monitor sees the failed rank, which can come
+# before they name the failure themselves. Python runs this handler only after the collective
+# returns, so a survivor still reports how its call ended; one that hangs is SIGKILLed after
+# torchrun's grace period and leaves no error.
+signal.signal(signal.SIGTERM, lambda *_: None)
 # A hang shows as a failed init or collective within a minute, not as the test's own timeout.
 dist.init_process_group("domino", timeout=timedelta(seconds=60))
 world = dist.get_world_size()
