@@ -6,6 +6,7 @@
 #include <ATen/Functions.h>
 #include <ATen/autocast_mode.h>
 #include <c10/core/GradMode.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <tuple>
@@ -162,14 +163,50 @@ struct NormLinearFunction : public torch::autograd::Function<NormLinearFunction>
 };
 }  // namespace
 
-at::Tensor partwise_norm_linear(MicroBatch& input, const NormImpl& norm,
-                                const ColumnParallelLinearImpl& linear, bool one_gradient_message) {
+namespace {
+void make_partwise_weights(const NormImpl& norm, const ColumnParallelLinearImpl& linear,
+                           int64_t parts, c10::ScalarType compute, PartwiseWeights& into) {
+  at::NoGradGuard no_grad;
+  // In float where it says float, autocast or not.
+  c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
   const bool layer_norm = norm.kind() == Normalization::kLayerNorm;
+  const int64_t width = norm.weight.size(0) / parts;
+  PartwiseWeights made;
+  std::vector<at::Tensor> gained_weight;
+  for (int64_t k = 0; k < parts; ++k) {
+    made.gains.push_back(norm.weight.narrow(0, k * width, width).to(at::kFloat));
+    const auto weight = linear.weight.narrow(1, k * width, width);
+    made.weights_t.push_back(weight.to(compute).t());
+    if (layer_norm) {
+      gained_weight.push_back(at::matmul(weight.to(at::kFloat), made.gains.back()).unsqueeze(0));
+    }
+  }
+  if (layer_norm) {
+    // The parts' offsets from the row mean ride along as extra inner columns of the last GEMM,
+    // times these rows (see partwise_norm_linear).
+    made.weights_t.back() = at::cat({made.weights_t.back(), at::cat(gained_weight).to(compute)}, 0);
+    made.shift = at::matmul(linear.weight.to(compute), norm.bias.to(compute));
+  }
+  if (linear.bias.defined()) {
+    made.shift =
+        made.shift.defined() ? made.shift + linear.bias.to(compute) : linear.bias.to(compute);
+  }
+  made.parts = parts;
+  made.compute = compute;
+  into = std::move(made);
+}
+}  // namespace
+
+at::Tensor partwise_norm_linear(MicroBatch& input, const NormImpl& norm,
+                                const ColumnParallelLinearImpl& linear, PartwiseWeights& weights,
+                                bool one_gradient_message) {
+  const bool layer_norm = norm.kind() == Normalization::kLayerNorm;
+  const int64_t count = input.parts();
   const int64_t full = norm.weight.size(0);
-  const int64_t width = full / input.parts();
-  TORCH_CHECK(width * input.parts() == full && linear.in_features() == full,
+  const int64_t width = full / count;
+  TORCH_CHECK(width * count == full && linear.in_features() == full,
               "partwise_norm_linear: a hidden size of ", full, " (norm) and ", linear.in_features(),
-              " (linear) does not cut into ", input.parts(), " equal column parts");
+              " (linear) does not cut into ", count, " equal column parts");
   auto state = c10::make_intrusive<PartwiseState>();
   state->one_message = one_gradient_message;
   std::vector<at::Tensor> parts;
@@ -177,12 +214,12 @@ at::Tensor partwise_norm_linear(MicroBatch& input, const NormImpl& norm,
   // The value part by part, outside autograd: each part's product accumulates in place as the
   // part lands. Its gradient comes from NormLinearFunction below.
   at::Tensor products;
-  std::vector<at::Tensor> squares, means, gained_weight;
+  std::vector<at::Tensor> norms, means;
   // Part 0's rstd scales every part's operand: the products stay near a normalized input's
   // size (a reduced dtype neither overflows nor loses digits on large hidden states), and the
   // row's own rstd corrects by a factor near one at the end.
-  at::Tensor first_rstd;
-  for (int64_t k = 0; k < input.parts(); ++k) {
+  at::Tensor first_rstd, offsets;
+  for (int64_t k = 0; k < count; ++k) {
     // Recorded: the part's residual sum belongs to the graph.
     parts.push_back(input.part(k));
     at::NoGradGuard no_grad;
@@ -192,40 +229,40 @@ at::Tensor partwise_norm_linear(MicroBatch& input, const NormImpl& norm,
       compute = at::autocast::is_autocast_enabled(device_type)
                     ? at::autocast::get_autocast_dtype(device_type)
                     : x.scalar_type();
+      if (weights.parts != count || weights.compute != compute) {
+        make_partwise_weights(norm, linear, count, compute, weights);
+      }
     }
-    const auto gain = norm.weight.narrow(0, k * width, width).to(at::kFloat);
-    const auto weight = linear.weight.narrow(1, k * width, width);
     // Statistics in float, as layer_norm and rms_norm keep them for reduced dtypes, and in as
     // few passes over the part as the fused kernels take.
-    const auto wide = x.to(at::kFloat).reshape({-1, width});
+    auto wide = x.reshape({-1, width});
+    if (wide.scalar_type() != at::kFloat) wide = wide.to(at::kFloat);
+    const auto& gain = weights.gains[static_cast<size_t>(k)];
     at::Tensor scaled;
     if (layer_norm) {
-      // (x_k - m_k) g_k is the part's own layer norm times its deviation; its squared deviations
-      // sum to width * var_k, with var_k = 1 / rstd_k^2 - eps.
+      // (x_k - m_k) g_k is the part's own layer norm times its deviation; 1 / rstd_k^2 is its
+      // variance plus eps.
       auto [normed, mean, rstd] =
           at::native_layer_norm(wide, {width}, gain, std::nullopt, norm.epsilon());
       if (k == 0) first_rstd = rstd;
       scaled = k == 0 ? normed : normed.mul_(first_rstd / rstd);
-      squares.push_back((rstd.square().reciprocal() - norm.epsilon()) * static_cast<double>(width));
+      norms.push_back(std::move(rstd));
       means.push_back(std::move(mean));
-      gained_weight.push_back(at::matmul(weight.to(at::kFloat), gain).unsqueeze(0));
     } else {
-      squares.push_back(at::linalg_vector_norm(wide, 2, {-1}, true).square());
+      norms.push_back(at::linalg_vector_norm(wide, 2, {-1}, true).square());
       if (k == 0)
-        first_rstd = at::rsqrt(squares.back() / static_cast<double>(width) + norm.epsilon());
+        first_rstd = at::rsqrt(norms.back() / static_cast<double>(width) + norm.epsilon());
       scaled = (wide * first_rstd).mul_(gain);
     }
-    scaled = scaled.to(compute);
-    auto weight_t = weight.to(compute).t();
-    if (layer_norm && k + 1 == input.parts()) {
+    if (layer_norm && k + 1 == count) {
       // The row means are known now: the parts' offsets from them, times each part's g_k W_k^T,
       // ride along as extra inner columns of the last GEMM instead of another pass.
       const auto part_means = at::cat(means, -1);
-      const auto offsets = part_means - part_means.mean(-1, true);
-      squares.push_back(offsets.square().sum(-1, true) * static_cast<double>(width));
-      scaled = at::cat({scaled, (offsets * first_rstd).to(compute)}, -1);
-      weight_t = at::cat({weight_t, at::cat(gained_weight).to(compute)}, 0);
+      offsets = part_means - part_means.mean(-1, true);
+      scaled = at::cat({scaled, offsets * first_rstd}, -1);
     }
+    if (scaled.scalar_type() != compute) scaled = scaled.to(compute);
+    const auto& weight_t = weights.weights_t[static_cast<size_t>(k)];
     if (k == 0) {
       products = at::mm(scaled, weight_t);
     } else {
@@ -234,18 +271,19 @@ at::Tensor partwise_norm_linear(MicroBatch& input, const NormImpl& norm,
   }
   {
     at::NoGradGuard no_grad;
+    // layernorm: the row's variance is the mean over equal parts of var_k + (m_k - m)^2, and
+    // var_k + eps = 1 / rstd_k^2; rmsnorm: the parts' sums of squares add up.
     const auto row_rstd =
-        at::rsqrt(at::cat(squares, -1).sum(-1, true) / static_cast<double>(full) + norm.epsilon());
+        layer_norm ? at::rsqrt((at::cat(norms, -1).pow(-2) + offsets.square()).mean(-1, true))
+                   : at::rsqrt(at::cat(norms, -1).sum(-1, true) / static_cast<double>(full) +
+                               norm.epsilon());
     if (!layer_norm) state->rstd = row_rstd;
     state->epsilon = norm.epsilon();
-    at::Tensor shift;
-    if (layer_norm) shift = at::matmul(linear.weight.to(compute), norm.bias.to(compute));
-    if (linear.bias.defined()) {
-      shift = shift.defined() ? shift + linear.bias.to(compute) : linear.bias.to(compute);
-    }
     // One pass over the product: rescaled from part 0's rstd to the row's, shifted.
-    const auto rstd = (row_rstd / first_rstd).to(compute);
-    state->out = shift.defined() ? at::addcmul(shift, products, rstd) : products.mul_(rstd);
+    auto rstd = row_rstd / first_rstd;
+    if (rstd.scalar_type() != compute) rstd = rstd.to(compute);
+    state->out =
+        weights.shift.defined() ? at::addcmul(weights.shift, products, rstd) : products.mul_(rstd);
   }
   auto shape = parts[0].sizes().vec();
   shape.back() = linear.weight.size(0);

@@ -58,14 +58,16 @@ std::vector<MicroBatch> TransformerLayerImpl::forward_micro_batches(std::vector<
     next.add(std::move(delta), mask);
     return next;
   };
+  // Made at the first micro-batch, shared by the others.
+  PartwiseWeights attention_weights, mlp_weights;
   std::vector<MicroBatch> attended;
   for (auto& input : inputs) {
     at::Tensor context;
     if (partwise) {
       input.cut_columns(chunks);
-      context = attention->attend(
-          partwise_norm_linear(input, *input_norm, *attention->qkv, one_gradient_message), dropout,
-          input.batch_offset(), prefix + "attention.probs");
+      context = attention->attend(partwise_norm_linear(input, *input_norm, *attention->qkv,
+                                                       attention_weights, one_gradient_message),
+                                  dropout, input.batch_offset(), prefix + "attention.probs");
     } else {
       context = attention->context(input_norm->forward(input.resolve()), dropout,
                                    input.batch_offset(), prefix + "attention.probs", defer);
@@ -77,7 +79,7 @@ std::vector<MicroBatch> TransformerLayerImpl::forward_micro_batches(std::vector<
   for (auto& input : attended) {
     const auto activated =
         partwise ? mlp->activate(partwise_norm_linear(input, *post_attention_norm, *mlp->fc1,
-                                                      one_gradient_message))
+                                                      mlp_weights, one_gradient_message))
                  : mlp->activated(post_attention_norm->forward(input.resolve()), defer);
     outputs.push_back(residual_after(input, mlp->project(activated, chunks, !defer), "mlp.out"));
   }

@@ -238,7 +238,8 @@ std::string partwise_norm_error(Normalization kind, double offset) {
     if (path == "partwise") {
       auto input = MicroBatch::ready(x, 0);
       input.cut_columns(4);
-      out = partwise_norm_linear(input, *norm, *linear);
+      PartwiseWeights weights;
+      out = partwise_norm_linear(input, *norm, *linear, weights);
     } else {
       out = at::linear(norm->forward(x), linear->weight, linear->bias);
     }
