@@ -4,9 +4,11 @@ them `up` stays False and the caller decides what to do."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 
 
@@ -70,3 +72,26 @@ class ShapedLink:
         for ns in self.namespaces:
             sh("ip", "netns", "del", ns, check=False)
         self.up = False
+
+
+def run_pair(link: ShapedLink, argv_of_rank, timeout: float, env: dict | None = None) -> dict:
+    """Runs `python *argv_of_rank(rank, master)` for ranks 0 and 1, each on its simulated host (its
+    namespace, or loopback when the link is not up), with the link's device for UCX and gloo, and
+    returns rank 0's last line of output read as JSON. A failed worker ends the run with its
+    output."""
+    master = link.addresses[0] if link.up else "127.0.0.1"
+    procs = []
+    for rank in range(2):
+        device = link.device(rank) if link.up else "lo"
+        worker_env = dict(os.environ, OMP_NUM_THREADS="1", GLOO_SOCKET_IFNAME=device,
+                          UCX_TLS="tcp,self", UCX_NET_DEVICES=device, **(env or {}))
+        cmd = [sys.executable, *argv_of_rank(rank, master)]
+        if link.up:
+            cmd = ["ip", "netns", "exec", link.namespaces[rank], *cmd]
+        procs.append(subprocess.Popen(cmd, env=worker_env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
+    outputs = [p.communicate(timeout=timeout) for p in procs]
+    for p, (out, err) in zip(procs, outputs):
+        if p.returncode != 0:
+            raise SystemExit(f"worker failed:\n{out[-2000:]}\n{err[-3000:]}")
+    return json.loads(outputs[0][0].strip().splitlines()[-1])

@@ -14,16 +14,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
-from shaped_link import ShapedLink  # noqa: E402
+from shaped_link import ShapedLink, run_pair  # noqa: E402
 
 TOTAL_BYTES = 4 << 20
 COUNTS = (4, 8, 16, 32)
@@ -84,24 +82,11 @@ def main() -> None:
         if link.up:
             link.shape(args.mbit)
         where = (f"two network namespaces over a tc-shaped veth link at {args.mbit:.0f} Mbit/s"
-                 if link.up else "one host (loopback; not root or no ip/tc)")
+                 if link.up else "one host (shared memory: not root, or no ip/tc)")
         port = 29500 + int(time.time()) % 300
-        procs = []
-        for rank in range(2):
-            device = link.device(rank) if link.up else "lo"
-            env = dict(os.environ, OMP_NUM_THREADS="1", UCX_TLS="tcp,self", UCX_NET_DEVICES=device,
-                       DOMINO_HOST_ID=f"bench-host-{rank}")
-            cmd = [sys.executable, __file__, "--worker", "--rank", str(rank), "--port", str(port),
-                   "--master", link.addresses[0] if link.up else "127.0.0.1",
-                   "--repeats", str(args.repeats)]
-            if link.up:
-                cmd = ["ip", "netns", "exec", link.namespaces[rank], *cmd]
-            procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-        outputs = [p.communicate(timeout=600) for p in procs]
-    for p, (out, err) in zip(procs, outputs):
-        if p.returncode != 0:
-            raise SystemExit(f"worker failed:\n{out[-2000:]}\n{err[-3000:]}")
-    result = json.loads(outputs[0][0].strip().splitlines()[-1])
+        argv = lambda rank, master: [__file__, "--worker", "--rank", str(rank), "--port", str(port),
+                                     "--master", master, "--repeats", str(args.repeats)]
+        result = run_pair(link, argv, timeout=600)
     lines = ["# Messages under compute: 4 MiB of async all-reduces as N messages", "",
              f"TP=2 ranks, domino (UCX over TCP), high lane; {where}; {args.repeats} repeats, median (min) ms "
              f"from issue to the last wait; the issuing thread computes or sleeps {COMPUTE_S * 1e3:.0f} ms meanwhile",

@@ -27,7 +27,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 import tempfile
@@ -37,7 +36,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
-from shaped_link import ShapedLink  # noqa: E402
+from shaped_link import ShapedLink, run_pair  # noqa: E402
 
 MODES = [
     # name, split, micro_batches, column_chunks, overlap, communication
@@ -57,26 +56,12 @@ STEP_EVENT = "overlap_step"
 
 def launch(link: ShapedLink, args, mode_names: list[str], trace_dir: str = "") -> dict:
     port = 29700 + int(time.time()) % 200
-    master = link.addresses[0] if link.up else "127.0.0.1"
-    procs = []
-    for rank in range(2):
-        device = link.device(rank) if link.up else "lo"
-        env = dict(os.environ, OMP_NUM_THREADS="1", GLOO_SOCKET_IFNAME=device,
-                   UCX_TLS="tcp,self", UCX_NET_DEVICES=device)
-        cmd = [sys.executable, __file__, "--worker", "--rank", str(rank), "--master", master,
-               "--port", str(port), "--modes", ",".join(mode_names), "--steps", str(args.steps),
-               "--hidden", str(args.hidden), "--seq", str(args.seq), "--batch", str(args.batch),
-               "--layers", str(args.layers),
-               "--gloo-threads", str(args.gloo_threads), "--backend", args.backend,
-               "--trace-dir", trace_dir]
-        if link.up:
-            cmd = ["ip", "netns", "exec", link.namespaces[rank], *cmd]
-        procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    outputs = [p.communicate(timeout=1200) for p in procs]
-    for p, (out, err) in zip(procs, outputs):
-        if p.returncode != 0:
-            raise SystemExit(f"worker failed:\n{out[-2000:]}\n{err[-3000:]}")
-    return json.loads(outputs[0][0].strip().splitlines()[-1])
+    argv = lambda rank, master: [
+        __file__, "--worker", "--rank", str(rank), "--master", master, "--port", str(port),
+        "--modes", ",".join(mode_names), "--steps", str(args.steps), "--hidden", str(args.hidden),
+        "--seq", str(args.seq), "--batch", str(args.batch), "--layers", str(args.layers),
+        "--gloo-threads", str(args.gloo_threads), "--backend", args.backend, "--trace-dir", trace_dir]
+    return run_pair(link, argv, timeout=1200)
 
 
 def worker(args) -> None:
