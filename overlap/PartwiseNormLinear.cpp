@@ -27,8 +27,14 @@ struct PartwiseState : torch::CustomClassHolder {
   TensorParallelGroupPtr group;
   // Per part, then the norm's parameters: the slot its gradient's sum goes to (none at TP 1).
   std::vector<c10::intrusive_ptr<DeferredReduction>> slots;
-  // Every part's gradient in one message (see partwise_norm_linear).
-  bool one_message = false;
+};
+
+// What the part-by-part forward derives from the weights alone: each part's gain and slice of
+// the weight, layernorm's g_k W_k^T rows under the last part's, and the shift b W^T + bias.
+struct PartwiseWeights {
+  std::vector<at::Tensor> gains;      // per part, float
+  std::vector<at::Tensor> weights_t;  // per part, [width (+ parts on layernorm's last), out]
+  at::Tensor shift;                   // undefined when there is none
 };
 
 // The whole input's norm-then-linear backward: one GEMM each for the weight and the input
@@ -101,42 +107,28 @@ struct NormLinearFunction : public torch::autograd::Function<NormLinearFunction>
         }
       }
       // Each part's sum starts as soon as it is cut out, the weight GEMM below runs under them.
-      // The last parts and the norm's parameters share one message: a small all-reduce of its
-      // own would pay a whole message's latency for a few kilobytes. Which parts: the last, or
-      // all of them where nothing downstream takes the parts one by one.
+      // The last part and the norm's parameters share one message: a small all-reduce of its
+      // own would pay a whole message's latency for a few kilobytes.
       const auto slot = [&](size_t index) { return state->slots[index]; };
       const auto part_dtype = saved[0].scalar_type();
+      const auto last = static_cast<size_t>(count - 1);
       const auto affine_slot = static_cast<size_t>(count);
-      const bool pack_affine =
-          want_affine && slot(affine_slot) && affine.scalar_type() == part_dtype;
-      const int64_t shared_from = state->one_message ? 0 : count - 1;
-      bool shared = want_parts && (state->one_message || pack_affine);
-      for (int64_t k = shared_from; k < count && shared; ++k) {
-        shared = ctx->needs_input_grad(k) && slot(static_cast<size_t>(k));
-      }
+      const bool shared = want_affine && slot(affine_slot) && affine.scalar_type() == part_dtype &&
+                          ctx->needs_input_grad(count - 1) && slot(last);
       if (shared) {
-        int64_t total = pack_affine ? grad_affine.numel() : 0;
-        for (int64_t k = shared_from; k < count; ++k)
-          total += saved[static_cast<size_t>(k)].numel();
-        auto message = at::empty({total}, grad_input.options().dtype(part_dtype));
-        int64_t offset = 0;
-        for (int64_t k = shared_from; k < count; ++k) {
-          const auto index = static_cast<size_t>(k);
-          const auto& shape = saved[index].sizes();
-          const int64_t part_size = saved[index].numel();
-          result[index] = message.narrow(0, offset, part_size).view(shape);
-          result[index].copy_(grad_input.narrow(-1, k * width, width).view(shape));
-          offset += part_size;
-        }
-        if (pack_affine) {
-          result[affine_slot] = message.narrow(0, offset, grad_affine.numel());
-          result[affine_slot].copy_(grad_affine);
-        }
+        const int64_t part_size = saved[last].numel();
+        auto message =
+            at::empty({part_size + grad_affine.numel()}, grad_input.options().dtype(part_dtype));
+        result[last] = message.narrow(0, 0, part_size).view(saved[last].sizes());
+        result[last].copy_(
+            grad_input.narrow(-1, (count - 1) * width, width).view(saved[last].sizes()));
+        result[affine_slot] = message.narrow(0, part_size, grad_affine.numel());
+        result[affine_slot].copy_(grad_affine);
         const auto work = state->group->all_reduce_async(message);
-        for (int64_t k = shared_from; k < count; ++k) slot(static_cast<size_t>(k))->issued(work);
-        if (pack_affine) slot(affine_slot)->issued(work);
+        slot(last)->issued(work);
+        slot(affine_slot)->issued(work);
       }
-      for (int64_t k = 0; k < (shared ? shared_from : count) && want_parts; ++k) {
+      for (int64_t k = 0; k < (shared ? count - 1 : count) && want_parts; ++k) {
         const auto index = static_cast<size_t>(k);
         // A part nobody asked for is neither computed out nor reduced (every rank asks alike).
         if (!ctx->needs_input_grad(k)) continue;
@@ -144,7 +136,7 @@ struct NormLinearFunction : public torch::autograd::Function<NormLinearFunction>
         result[index] = columns.contiguous().view(saved[index].sizes()).to(part_dtype);
         if (slot(index)) slot(index)->issued(state->group->all_reduce_async(result[index]));
       }
-      if (want_affine && !(shared && pack_affine)) {
+      if (want_affine && !shared) {
         result[affine_slot] = grad_affine.to(affine.scalar_type());
         if (slot(affine_slot)) {
           slot(affine_slot)->issued(state->group->all_reduce_async(result[affine_slot]));
@@ -161,11 +153,9 @@ struct NormLinearFunction : public torch::autograd::Function<NormLinearFunction>
     return result;
   }
 };
-}  // namespace
 
-namespace {
-void make_partwise_weights(const NormImpl& norm, const ColumnParallelLinearImpl& linear,
-                           int64_t parts, c10::ScalarType compute, PartwiseWeights& into) {
+PartwiseWeights make_partwise_weights(const NormImpl& norm, const ColumnParallelLinearImpl& linear,
+                                      int64_t parts, c10::ScalarType compute) {
   at::NoGradGuard no_grad;
   // In float where it says float, autocast or not.
   c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
@@ -191,15 +181,12 @@ void make_partwise_weights(const NormImpl& norm, const ColumnParallelLinearImpl&
     made.shift =
         made.shift.defined() ? made.shift + linear.bias.to(compute) : linear.bias.to(compute);
   }
-  made.parts = parts;
-  made.compute = compute;
-  into = std::move(made);
+  return made;
 }
 }  // namespace
 
 at::Tensor partwise_norm_linear(MicroBatch& input, const NormImpl& norm,
-                                const ColumnParallelLinearImpl& linear, PartwiseWeights& weights,
-                                bool one_gradient_message) {
+                                const ColumnParallelLinearImpl& linear) {
   const bool layer_norm = norm.kind() == Normalization::kLayerNorm;
   const int64_t count = input.parts();
   const int64_t full = norm.weight.size(0);
@@ -208,13 +195,14 @@ at::Tensor partwise_norm_linear(MicroBatch& input, const NormImpl& norm,
               "partwise_norm_linear: a hidden size of ", full, " (norm) and ", linear.in_features(),
               " (linear) does not cut into ", count, " equal column parts");
   auto state = c10::make_intrusive<PartwiseState>();
-  state->one_message = one_gradient_message;
   std::vector<at::Tensor> parts;
   c10::ScalarType compute = c10::ScalarType::Undefined;
+  PartwiseWeights weights;
   // The value part by part, outside autograd: each part's product accumulates in place as the
   // part lands. Its gradient comes from NormLinearFunction below.
   at::Tensor products;
-  std::vector<at::Tensor> norms, means;
+  // Per part: layernorm's rstd and mean, or rmsnorm's sum of squares.
+  std::vector<at::Tensor> part_stats, means;
   // Part 0's rstd scales every part's operand: the products stay near a normalized input's
   // size (a reduced dtype neither overflows nor loses digits on large hidden states), and the
   // row's own rstd corrects by a factor near one at the end.
@@ -229,9 +217,7 @@ at::Tensor partwise_norm_linear(MicroBatch& input, const NormImpl& norm,
       compute = at::autocast::is_autocast_enabled(device_type)
                     ? at::autocast::get_autocast_dtype(device_type)
                     : x.scalar_type();
-      if (weights.parts != count || weights.compute != compute) {
-        make_partwise_weights(norm, linear, count, compute, weights);
-      }
+      weights = make_partwise_weights(norm, linear, count, compute);
     }
     // Statistics in float, as layer_norm and rms_norm keep them for reduced dtypes, and in as
     // few passes over the part as the fused kernels take.
@@ -246,12 +232,12 @@ at::Tensor partwise_norm_linear(MicroBatch& input, const NormImpl& norm,
           at::native_layer_norm(wide, {width}, gain, std::nullopt, norm.epsilon());
       if (k == 0) first_rstd = rstd;
       scaled = k == 0 ? normed : normed.mul_(first_rstd / rstd);
-      norms.push_back(std::move(rstd));
+      part_stats.push_back(std::move(rstd));
       means.push_back(std::move(mean));
     } else {
-      norms.push_back(at::linalg_vector_norm(wide, 2, {-1}, true).square());
+      part_stats.push_back(at::linalg_vector_norm(wide, 2, {-1}, true).square());
       if (k == 0)
-        first_rstd = at::rsqrt(norms.back() / static_cast<double>(width) + norm.epsilon());
+        first_rstd = at::rsqrt(part_stats.back() / static_cast<double>(width) + norm.epsilon());
       scaled = (wide * first_rstd).mul_(gain);
     }
     if (layer_norm && k + 1 == count) {
@@ -274,8 +260,8 @@ at::Tensor partwise_norm_linear(MicroBatch& input, const NormImpl& norm,
     // layernorm: the row's variance is the mean over equal parts of var_k + (m_k - m)^2, and
     // var_k + eps = 1 / rstd_k^2; rmsnorm: the parts' sums of squares add up.
     const auto row_rstd =
-        layer_norm ? at::rsqrt((at::cat(norms, -1).pow(-2) + offsets.square()).mean(-1, true))
-                   : at::rsqrt(at::cat(norms, -1).sum(-1, true) / static_cast<double>(full) +
+        layer_norm ? at::rsqrt((at::cat(part_stats, -1).pow(-2) + offsets.square()).mean(-1, true))
+                   : at::rsqrt(at::cat(part_stats, -1).sum(-1, true) / static_cast<double>(full) +
                                norm.epsilon());
     if (!layer_norm) state->rstd = row_rstd;
     state->epsilon = norm.epsilon();

@@ -37,10 +37,10 @@ std::vector<MicroBatch> TransformerLayerImpl::forward_micro_batches(std::vector<
   // micro-batches' backward; with one, it waits right after its weight GEMM (Megatron).
   const bool defer = inputs.size() > 1;
   // Column parts: each block's norm and first GEMM take part k as soon as it is summed. With
-  // one rank nothing is summed, and the plain norm then linear is cheaper.
-  const bool partwise = chunks > 1 && group_->size() > 1;
-  // With several micro-batches the row-parallel backward takes its whole gradient at once.
-  const bool one_gradient_message = defer;
+  // one rank nothing is summed, and the plain norm then linear is cheaper. With several
+  // micro-batches the others' compute covers the wait for the whole row, and the part-wise
+  // norm's extra compute would cost more than it hides (README, Overlap bench).
+  const bool partwise = chunks > 1 && group_->size() > 1 && !defer;
   auto residual_after = [&](MicroBatch& input, PendingSum delta, const std::string& site) {
     MicroBatch next;
     if (partwise) {
@@ -58,15 +58,12 @@ std::vector<MicroBatch> TransformerLayerImpl::forward_micro_batches(std::vector<
     next.add(std::move(delta), mask);
     return next;
   };
-  // Made at the first micro-batch, shared by the others.
-  PartwiseWeights attention_weights, mlp_weights;
   std::vector<MicroBatch> attended;
   for (auto& input : inputs) {
     at::Tensor context;
     if (partwise) {
       input.cut_columns(chunks);
-      context = attention->attend(partwise_norm_linear(input, *input_norm, *attention->qkv,
-                                                       attention_weights, one_gradient_message),
+      context = attention->attend(partwise_norm_linear(input, *input_norm, *attention->qkv),
                                   dropout, input.batch_offset(), prefix + "attention.probs");
     } else {
       context = attention->context(input_norm->forward(input.resolve()), dropout,
@@ -78,8 +75,7 @@ std::vector<MicroBatch> TransformerLayerImpl::forward_micro_batches(std::vector<
   std::vector<MicroBatch> outputs;
   for (auto& input : attended) {
     const auto activated =
-        partwise ? mlp->activate(partwise_norm_linear(input, *post_attention_norm, *mlp->fc1,
-                                                      mlp_weights, one_gradient_message))
+        partwise ? mlp->activate(partwise_norm_linear(input, *post_attention_norm, *mlp->fc1))
                  : mlp->activated(post_attention_norm->forward(input.resolve()), defer);
     outputs.push_back(residual_after(input, mlp->project(activated, chunks, !defer), "mlp.out"));
   }

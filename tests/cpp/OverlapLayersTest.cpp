@@ -238,8 +238,7 @@ std::string partwise_norm_error(Normalization kind, double offset) {
     if (path == "partwise") {
       auto input = MicroBatch::ready(x, 0);
       input.cut_columns(4);
-      PartwiseWeights weights;
-      out = partwise_norm_linear(input, *norm, *linear, weights);
+      out = partwise_norm_linear(input, *norm, *linear);
     } else {
       out = at::linear(norm->forward(x), linear->weight, linear->bias);
     }

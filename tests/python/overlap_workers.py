@@ -225,12 +225,12 @@ def backward_order(rank: int, world: int, micro_batches: int) -> list:
     return order
 
 
-def low_precision(rank: int, world: int, dtype: str) -> dict:
+def low_precision(rank: int, world: int, dtype: str, schedule: dict) -> dict:
     """params_dtype bfloat16/float16: the model runs in that dtype and stays close to the fp32
     reference (to the dtype's precision)."""
     cfg = dict(hidden_size=48, num_attention_heads=8, num_query_groups=4, num_layers=2,
-               activation="swiglu", normalization="rmsnorm", rotary=True, split="2d",
-               micro_batches=2, column_chunks=2, params_dtype=dtype)
+               activation="swiglu", normalization="rmsnorm", rotary=True, params_dtype=dtype,
+               **schedule)
     state = ref.full_state(cfg, seed=11)
     model = ov.DominoTransformer(ov.TransformerConfig(**cfg))
     model.load_unsharded(state)
