@@ -24,18 +24,23 @@ MicroBatch MicroBatch::ready(std::vector<at::Tensor> parts, int64_t batch_offset
 void MicroBatch::add(PendingSum delta, DropMask dropout) {
   TORCH_CHECK(!delta.empty(), "MicroBatch: add() takes a sum with at least one chunk");
   if (!delta_.empty()) settle();
-  if (delta.chunks() > 1 && delta.chunks() != parts()) {
-    if (parts() != 1) {
+  // A whole residual stays whole: cut only if a consumer takes it part by part (part()).
+  if (parts_.size() > 1 && delta.chunks() != parts()) {
+    if (delta.chunks() > 1) {
       throw std::logic_error("MicroBatch: a sum in " + std::to_string(delta.chunks()) +
                              " chunks added to a residual in " + std::to_string(parts()) +
                              " parts");
     }
-    cut_columns(delta.chunks());
+    parts_ = {resolve()};
   }
-  if (delta.chunks() == 1 && parts() > 1) parts_ = {resolve()};
   delta_ = std::move(delta);
   dropout_ = std::move(dropout);
   settled_.assign(parts_.size(), false);
+}
+
+int64_t MicroBatch::parts() const {
+  return parts_.size() == 1 && !delta_.empty() ? delta_.chunks()
+                                               : static_cast<int64_t>(parts_.size());
 }
 
 void MicroBatch::cut_columns(int64_t count) {
@@ -49,6 +54,16 @@ void MicroBatch::cut_columns(int64_t count) {
 
 at::Tensor MicroBatch::part(int64_t k) {
   TORCH_CHECK_INDEX(k >= 0 && k < parts(), "MicroBatch: part ", k, " of ", parts());
+  if (parts_.size() == 1 && parts() > 1) {
+    // The residual is cut like the sum, its parts still waiting for their chunks.
+    const auto whole = parts_[0];
+    const int64_t width = whole.size(-1) / parts();
+    parts_.clear();
+    for (int64_t j = 0; j < delta_.chunks(); ++j) {
+      parts_.push_back(whole.narrow(-1, j * width, width));
+    }
+    settled_.assign(parts_.size(), false);
+  }
   const auto index = static_cast<size_t>(k);
   if (!settled_[index]) {
     const int64_t width = parts_[index].size(-1);
@@ -67,12 +82,29 @@ at::Tensor MicroBatch::part(int64_t k) {
 }
 
 void MicroBatch::settle() {
+  if (parts_.size() == 1 && parts() > 1) {
+    resolve();
+    return;
+  }
   for (int64_t k = 0; k < parts(); ++k) part(k);
 }
 
 at::Tensor MicroBatch::resolve() {
+  if (parts_.size() == 1 && parts() > 1) {
+    // Whole residual, sum in chunks: one add of the whole sum, no cut and join.
+    parts_[0] = parts_[0] + dropout_.apply(delta_.resolve());
+    settled_.assign(1, true);
+    delta_ = PendingSum();
+    dropout_ = DropMask();
+    return parts_[0];
+  }
   settle();
-  return parts_.size() == 1 ? parts_[0] : at::cat(parts_, -1);
+  if (parts_.size() > 1) {
+    // Joined once: the next resolve() returns the same tensor instead of copying again.
+    parts_ = {at::cat(parts_, -1)};
+    settled_.assign(1, true);
+  }
+  return parts_[0];
 }
 
 at::Tensor MicroBatch::like_whole() const {

@@ -24,7 +24,8 @@ class MicroBatch {
   void add(PendingSum delta, DropMask dropout);
 
   int64_t batch_offset() const { return batch_offset_; }
-  int64_t parts() const { return static_cast<int64_t>(parts_.size()); }
+  // The column parts a consumer takes: the sum's chunks while a whole residual waits for them.
+  int64_t parts() const;
   // Re-cuts a whole, settled residual into `count` equal column parts (no-op when already so).
   void cut_columns(int64_t count);
   // Column part k, its share of delta summed and added; waits for that chunk only.
