@@ -1,6 +1,7 @@
 // A micro-batch of the hidden state between two blocks: residual + dropout(delta), where delta is
-// a row-parallel output whose all-reduce may still be in flight. Under a column split both are
-// cut into the same column chunks, so a consumer can take chunk k as soon as chunk k is summed.
+// a row-parallel output whose all-reduce may still be in flight, in column chunks. A consumer
+// that takes the residual part by part gets part k as soon as chunk k is summed; one that takes
+// it whole gets it in one add, with no cut and join.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -19,14 +20,14 @@ class MicroBatch {
   // `parts`: the columns of the residual in order, equal widths.
   static MicroBatch ready(std::vector<at::Tensor> parts, int64_t batch_offset);
 
-  // Adds dropout(delta) to the residual; delta's chunks must match the residual's parts (or the
-  // residual is whole and delta has one chunk).
+  // Adds dropout(delta) to the residual; a residual in parts takes a delta in as many chunks or
+  // in one, a whole residual takes any.
   void add(PendingSum delta, DropMask dropout);
 
   int64_t batch_offset() const { return batch_offset_; }
   // The column parts a consumer takes: the sum's chunks while a whole residual waits for them.
   int64_t parts() const;
-  // Re-cuts a whole, settled residual into `count` equal column parts (no-op when already so).
+  // Cuts the residual into `count` equal column parts (no-op when parts() is already count).
   void cut_columns(int64_t count);
   // Column part k, its share of delta summed and added; waits for that chunk only.
   at::Tensor part(int64_t k);
