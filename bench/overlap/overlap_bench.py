@@ -51,6 +51,9 @@ MODES = [
     ("domino-2d no-comm", "2d", 2, 2, "inter", False),
 ]
 TIMELINE_MODES = ["naive", "domino-row", "domino-column", "domino-2d"]
+# Mode against baseline, compared step by step: the modes take turns, so each step of one has a
+# step of the other next to it under the same machine speed, a finer test than two medians.
+PAIRED = [("domino-2d", "domino-row"), ("domino-column", "naive"), ("domino-row", "naive")]
 STEP_EVENT = "overlap_step"
 
 
@@ -103,7 +106,11 @@ def worker(args) -> None:
         # both ranks must agree; the slower rank's time is the step time
         t = torch.tensor([statistics.median(samples[name]), min(samples[name])], dtype=torch.float64)
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
-        times[name] = {"median_ms": t[0].item() * 1e3 / args.layers, "min_ms": t[1].item() * 1e3 / args.layers}
+        # Each step as the slower rank saw it, for comparisons step by step (see PAIRED).
+        steps = torch.tensor(samples[name], dtype=torch.float64)
+        dist.all_reduce(steps, op=dist.ReduceOp.MAX)
+        times[name] = {"median_ms": t[0].item() * 1e3 / args.layers, "min_ms": t[1].item() * 1e3 / args.layers,
+                       "steps_ms": (steps * 1e3 / args.layers).tolist()}
     if args.trace_dir:
         trace_steps(args, models, x)
     dist.destroy_process_group()
@@ -321,6 +328,13 @@ def main() -> None:
         hidden = "" if r["communication_hidden"] is None else f"{r['communication_hidden']:.0%}"
         lines.append(f"| {r['mode']} | {r['median_ms_per_layer']} | {r['min_ms_per_layer']} | {r['vs_bound']} |"
                      f" {r['speedup_vs_naive']} | {hidden} |")
+    lines += ["", "Step by step (each step's time against the other mode's step next to it; speed ratio > 1: "
+              "the first is faster):", ""]
+    for mode, baseline in PAIRED:
+        ratios = [b / m for m, b in zip(results[mode]["steps_ms"], results[baseline]["steps_ms"])]
+        faster = sum(r > 1 for r in ratios)
+        lines.append(f"- {mode} vs {baseline}: median speed ratio {statistics.median(ratios):.3f}, "
+                     f"faster in {faster} of {len(ratios)} steps")
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     try:
