@@ -39,31 +39,31 @@ void MicroBatch::add(PendingSum delta, DropMask dropout) {
 }
 
 int64_t MicroBatch::parts() const {
-  return parts_.size() == 1 && !delta_.empty() ? delta_.chunks()
-                                               : static_cast<int64_t>(parts_.size());
+  return whole_awaits_chunks() ? delta_.chunks() : static_cast<int64_t>(parts_.size());
+}
+
+bool MicroBatch::whole_awaits_chunks() const {
+  return parts_.size() == 1 && delta_.chunks() > 1;
+}
+
+void MicroBatch::cut_whole(int64_t count, bool settled) {
+  const auto whole = parts_[0];
+  const int64_t width = whole.size(-1) / count;
+  parts_.clear();
+  for (int64_t k = 0; k < count; ++k) parts_.push_back(whole.narrow(-1, k * width, width));
+  settled_.assign(parts_.size(), settled);
 }
 
 void MicroBatch::cut_columns(int64_t count) {
   if (parts() == count) return;
-  const auto whole = resolve();
-  parts_.clear();
-  const int64_t width = whole.size(-1) / count;
-  for (int64_t k = 0; k < count; ++k) parts_.push_back(whole.narrow(-1, k * width, width));
-  settled_.assign(parts_.size(), true);
+  parts_ = {resolve()};
+  cut_whole(count, true);
 }
 
 at::Tensor MicroBatch::part(int64_t k) {
   TORCH_CHECK_INDEX(k >= 0 && k < parts(), "MicroBatch: part ", k, " of ", parts());
-  if (parts_.size() == 1 && parts() > 1) {
-    // The residual is cut like the sum, its parts still waiting for their chunks.
-    const auto whole = parts_[0];
-    const int64_t width = whole.size(-1) / parts();
-    parts_.clear();
-    for (int64_t j = 0; j < delta_.chunks(); ++j) {
-      parts_.push_back(whole.narrow(-1, j * width, width));
-    }
-    settled_.assign(parts_.size(), false);
-  }
+  // The residual is cut like the sum, its parts still waiting for their chunks.
+  if (whole_awaits_chunks()) cut_whole(delta_.chunks(), false);
   const auto index = static_cast<size_t>(k);
   if (!settled_[index]) {
     const int64_t width = parts_[index].size(-1);
@@ -82,7 +82,7 @@ at::Tensor MicroBatch::part(int64_t k) {
 }
 
 void MicroBatch::settle() {
-  if (parts_.size() == 1 && parts() > 1) {
+  if (whole_awaits_chunks()) {
     resolve();
     return;
   }
@@ -90,7 +90,7 @@ void MicroBatch::settle() {
 }
 
 at::Tensor MicroBatch::resolve() {
-  if (parts_.size() == 1 && parts() > 1) {
+  if (whole_awaits_chunks()) {
     // Whole residual, sum in chunks: one add of the whole sum, no cut and join.
     parts_[0] = parts_[0] + dropout_.apply(delta_.resolve());
     settled_.assign(1, true);

@@ -39,6 +39,11 @@ class MicroBatch {
   at::Tensor like_whole() const;
 
  private:
+  // A whole residual with a sum in several chunks pending: taken whole, it needs no cut.
+  bool whole_awaits_chunks() const;
+  // Narrows the single, whole residual into `count` column parts.
+  void cut_whole(int64_t count, bool settled);
+
   std::vector<at::Tensor> parts_;
   std::vector<bool> settled_;
   PendingSum delta_;
