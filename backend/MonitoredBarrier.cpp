@@ -41,6 +41,24 @@ std::string joined(const std::vector<int>& ranks) {
 void publish(c10d::Store& store, const std::string& key, const std::string& value) {
   store.set(key, std::vector<uint8_t>(value.begin(), value.end()));
 }
+
+// Rank 0, after its verdict: waits until every other rank that arrived has read it (within the
+// time they wait for it), so that rank 0 leaving at once cannot take the store from under them.
+// everyone: all arrived, so nobody's arrival needs checking.
+void await_release(c10d::Store& store, const MonitoredBarrierCall& call, bool everyone) {
+  std::vector<std::string> released;
+  for (int r = 1; r < call.size; ++r) {
+    if (everyone || store.check({key_of(call.sequence, std::to_string(r))})) {
+      released.push_back(key_of(call.sequence, "released/" + std::to_string(r)));
+    }
+  }
+  if (released.empty()) return;
+  try {
+    store.wait(released, std::max(call.verdict_wait, std::chrono::milliseconds(1)));
+  } catch (const std::exception&) {
+    // A rank that arrived and then died or hung: the verdict stands for the others.
+  }
+}
 }  // namespace
 
 void monitored_barrier(c10d::Store& store, const MonitoredBarrierCall& call) {
@@ -53,6 +71,9 @@ void monitored_barrier(c10d::Store& store, const MonitoredBarrierCall& call) {
     if (told) {
       const std::vector<uint8_t> value = store.get(verdict);
       said.assign(value.begin(), value.end());
+      // Rank 0 hosts the store in most jobs and may exit as soon as it returns: it waits for
+      // this before returning, so no rank that passed can find the store gone.
+      publish(store, key_of(call.sequence, "released/" + std::to_string(call.rank)), "1");
     }
     if (said == "ok") return;
     fail("Rank " + std::to_string(call.rank) +
@@ -76,6 +97,7 @@ void monitored_barrier(c10d::Store& store, const MonitoredBarrierCall& call) {
           ". Successfully processed ranks: " + (arrived.empty() ? "none" : joined(arrived)) +
           " (domino, " + call.label + ")";
       publish(store, verdict, message);
+      await_release(store, call, /*everyone=*/false);
       fail(message);
     }
     if (appears_by(store, key_of(call.sequence, std::to_string(r)), deadline)) {
@@ -87,6 +109,7 @@ void monitored_barrier(c10d::Store& store, const MonitoredBarrierCall& call) {
   }
   if (missing.empty()) {
     publish(store, verdict, "ok");
+    await_release(store, call, /*everyone=*/true);
     return;
   }
   const std::string message =
@@ -95,6 +118,7 @@ void monitored_barrier(c10d::Store& store, const MonitoredBarrierCall& call) {
       " failed to pass monitoredBarrier in " + budget + " (domino, " + call.label +
       "). Check that these ranks reach the same monitored_barrier, or raise its timeout.";
   publish(store, verdict, message);
+  await_release(store, call, /*everyone=*/false);
   fail(message);
 }
 

@@ -5,6 +5,11 @@ events, and DOMINO_* settings that ranks must share."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from ranks import assert_all_ok, run_ranks
@@ -42,6 +47,19 @@ def test_monitored_barrier_names_the_ranks_that_stay_away(world):
             assert "Rank 0 timed out in monitoredBarrier after 0 ms" in value["zero_timeout_error"]
         else:
             assert f"Rank {rank} successfully reached monitoredBarrier" in error, error
+
+
+@pytest.mark.parametrize("world", [3, 5])
+def test_monitored_barrier_then_rank_0_exiting_at_once_fails_nobody(world):
+    # Rank 0 hosts the TCPStore and leaves with os._exit the moment its barrier returns, two CPU
+    # burners beside: 50 jobs in a row, not one rank that passed may fail (it read its release
+    # from a store that was already gone, 8 runs in 10 before the fix).
+    script = Path(__file__).with_name("barrier_then_exit.py")
+    done = subprocess.run([sys.executable, str(script), str(world), "50"], capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["rounds"] == 50 and report["failures"] == [], report["failures"][:5]
 
 
 @pytest.mark.skipif(not hasattr(__import__("torch.distributed").distributed, "set_timeout"),
