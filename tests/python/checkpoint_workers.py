@@ -1,7 +1,7 @@
-"""Rank-side bodies of the checkpoint tests: Domino layers saved and loaded with
-torch.distributed.checkpoint through torch_domino.overlap.sharded_state_dict, at one
-tensor-parallel size and loaded at another, each rank comparing every parameter bit for bit with
-its slice of the unsharded weights the test chose."""
+"""Rank-side bodies of the checkpoint tests: Domino layers saved and loaded the way every PyTorch
+trainer does it, ``dcp.save(model.state_dict())`` and the ``torch.distributed.checkpoint.state_dict``
+helpers, at one tensor-parallel size and loaded at another, each rank comparing every parameter
+bit for bit with its slice of the unsharded weights the test chose."""
 
 from __future__ import annotations
 
@@ -10,6 +10,9 @@ import hashlib
 import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint.state_dict import (StateDictOptions, get_model_state_dict,
+                                                     get_state_dict, set_model_state_dict,
+                                                     set_state_dict)
 
 from torch_domino import overlap as ov
 
@@ -41,24 +44,49 @@ def _unsharded(model: ov.DominoTransformer, seed: int, tp: int | None = None) ->
 def save(rank: int, world: int, path: str, overrides: dict, seed: int) -> dict:
     model = _model(overrides)
     model.load_unsharded(_unsharded(model, seed))
-    state = ov.sharded_state_dict(model)
+    state = model.state_dict()
     dcp.save(state, checkpoint_id=path)
     sharded = sorted(k for k, v in state.items() if type(v).__name__ == "DTensor")
     return {"keys": sorted(state), "sharded": sharded}
 
 
+def _wrong(model, full) -> list[str]:
+    return [name for name, param in model.named_parameters()
+            if not torch.equal(param.detach(), model.shard_of(name, full[name]))]
+
+
+def _computes(model) -> bool:
+    """The loaded model computes: a forward pass runs on the weights it now holds."""
+    x = torch.randn(4, 2, BASE["hidden_size"], generator=torch.Generator().manual_seed(5))
+    return bool(torch.isfinite(model(x)).all())
+
+
 def load(rank: int, world: int, path: str, overrides: dict, seed: int) -> dict:
+    """The documented round trip: dcp.load into state_dict(), then load_state_dict."""
     model = _model({**overrides, "seed": 99})  # other initial weights: the load must replace them
     full = _unsharded(model, seed)
-    state = ov.sharded_state_dict(model)
+    state = model.state_dict()
     dcp.load(state, checkpoint_id=path)
-    wrong = [name for name, param in model.named_parameters()
-             if not torch.equal(param.detach(), model.shard_of(name, full[name]))]
-    # The loaded model computes: a forward pass runs on the weights it now holds.
-    x = torch.randn(4, 2, BASE["hidden_size"], generator=torch.Generator().manual_seed(5))
-    finite = bool(torch.isfinite(model(x)).all())
-    return {"wrong": wrong, "checked": len(list(model.parameters())), "finite": finite,
-            "keys": sorted(state)}
+    model.load_state_dict(state)
+    return {"wrong": _wrong(model, full), "checked": len(list(model.parameters())),
+            "finite": _computes(model), "keys": sorted(state)}
+
+
+def load_with_helpers(rank: int, world: int, path: str, overrides: dict, seed: int) -> dict:
+    """get_model_state_dict / dcp.load / set_model_state_dict (torchtitan's way), then the whole
+    model gathered by get_model_state_dict(full_state_dict=True) and loaded back from it."""
+    model = _model({**overrides, "seed": 99})
+    full = _unsharded(model, seed)
+    state = get_model_state_dict(model)
+    dcp.load(state, checkpoint_id=path)
+    set_model_state_dict(model, state)
+    wrong = _wrong(model, full)
+    whole = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True))
+    other = _model({**overrides, "seed": 98})
+    set_model_state_dict(other, whole, options=StateDictOptions(full_state_dict=True))
+    wrong += [f"full_state_dict: {n}" for n in _wrong(other, full)]
+    return {"wrong": wrong, "checked": len(list(model.parameters())),
+            "finite": _computes(model), "keys": sorted(state)}
 
 
 def _digest(t: torch.Tensor) -> str:
@@ -89,8 +117,8 @@ def train_and_save(rank: int, world: int, path: str, seed: int, steps: int) -> d
     model.load_unsharded(_unsharded(model, seed))
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1)
     _steps(model, optimizer, steps)
-    dcp.save({"model": ov.sharded_state_dict(model),
-              "optim": ov.sharded_optimizer_state_dict(model, optimizer)}, checkpoint_id=path)
+    model_state, optim_state = get_state_dict(model, optimizer)
+    dcp.save({"model": model_state, "optim": optim_state}, checkpoint_id=path)
     return _training_state(model, optimizer)
 
 
@@ -99,13 +127,14 @@ def load_and_save(rank: int, world: int, path: str, again: str | None, overrides
     another learning rate), optionally saves them again at this size; reports them."""
     model = _model({**overrides, "seed": 99})
     optimizer = torch.optim.AdamW(model.parameters(), lr=0.5, weight_decay=0.0)
-    state = {"model": ov.sharded_state_dict(model),
-             "optim": ov.sharded_optimizer_state_dict(model, optimizer)}
+    model_state, optim_state = get_state_dict(model, optimizer)
+    state = {"model": model_state, "optim": optim_state}
     dcp.load(state, checkpoint_id=path)
-    ov.set_sharded_optimizer_state_dict(model, optimizer, state["optim"])
+    set_state_dict(model, optimizer, model_state_dict=state["model"],
+                   optim_state_dict=state["optim"])
     if again:
-        dcp.save({"model": ov.sharded_state_dict(model),
-                  "optim": ov.sharded_optimizer_state_dict(model, optimizer)}, checkpoint_id=again)
+        model_state, optim_state = get_state_dict(model, optimizer)
+        dcp.save({"model": model_state, "optim": optim_state}, checkpoint_id=again)
     group = optimizer.param_groups[0]
     steps = sorted({float(optimizer.state[p]["step"]) for p in model.parameters()})
     report = {"state": _training_state(model, optimizer), "lr": group["lr"],
@@ -113,6 +142,35 @@ def load_and_save(rank: int, world: int, path: str, again: str | None, overrides
     _steps(model, optimizer, 1)  # it trains on from there
     report["finite"] = all(bool(torch.isfinite(p).all()) for p in model.parameters())
     return report
+
+
+def legacy_save(rank: int, world: int, folder: str, seed: int) -> dict:
+    """A per-rank torch.save as releases before DTensor state dicts wrote it: the model's and
+    AdamW's plain tensors, this rank's slices, under the parameters' names and ids."""
+    model = _model({})
+    model.load_unsharded(_unsharded(model, seed))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1)
+    _steps(model, optimizer, 2)
+    params = list(model.parameters())
+    legacy = {
+        "model": {name: p.detach().clone() for name, p in model.named_parameters()},
+        "optim": {"state": {i: {k: v.clone() for k, v in optimizer.state[p].items()}
+                            for i, p in enumerate(params)},
+                  "param_groups": [{**{k: v for k, v in g.items() if k != "params"},
+                                    "params": list(range(len(params)))}
+                                   for g in optimizer.param_groups]}}
+    torch.save(legacy, f"{folder}/rank{rank}.pt")
+    return _training_state(model, optimizer)
+
+
+def legacy_load(rank: int, world: int, folder: str) -> dict:
+    model = _model({"seed": 99})
+    optimizer = torch.optim.AdamW(model.parameters(), lr=0.5)
+    _steps(model, optimizer, 1)  # a stepped optimizer: it has the checkpoint hooks
+    legacy = torch.load(f"{folder}/rank{rank}.pt")
+    model.load_state_dict(legacy["model"])
+    optimizer.load_state_dict(legacy["optim"])
+    return _training_state(model, optimizer)
 
 
 class UserModel(torch.nn.Module):
@@ -135,14 +193,15 @@ def save_data_and_tensor_parallel(rank: int, world: int, path: str, seed: int) -
         model.embed.weight.copy_(torch.randn(model.embed.weight.shape))
         model.embed.bias.copy_(torch.randn(model.embed.bias.shape))
         model.scale.fill_(3.5)
-    dcp.save(ov.sharded_state_dict(model), checkpoint_id=path)
-    return sorted(ov.sharded_state_dict(model))
+    dcp.save(model.state_dict(), checkpoint_id=path)
+    return sorted(model.state_dict())
 
 
 def load_user_model(rank: int, world: int, path: str, seed: int) -> dict:
     model = UserModel(None if world == 1 else dist.group.WORLD)
-    state = ov.sharded_state_dict(model)
+    state = model.state_dict()
     dcp.load(state, checkpoint_id=path)
+    model.load_state_dict(state)
     full = _unsharded(model.body, seed)
     torch.manual_seed(seed)
     want_weight, want_bias = torch.randn(model.embed.weight.shape), torch.randn(model.embed.bias.shape)
@@ -158,15 +217,10 @@ def load_user_model(rank: int, world: int, path: str, seed: int) -> dict:
 
 
 def refusals(rank: int, world: int) -> dict:
-    """sharded_state_dict on what cannot be saved as one model: a Domino layer's name holder,
-    and a Domino weight tied under a second name."""
+    """A name holder's own state_dict is in checkpoint form too; sharded_state_dict refuses a
+    Domino weight tied under a second name; load_state_dict names a wrong shape."""
     model = ov.DominoTransformer(ov.TransformerConfig(**BASE))
-    out = {}
-    try:
-        ov.sharded_state_dict(model.layers)
-        out["part"] = ""
-    except ValueError as e:
-        out["part"] = str(e)
+    out = {"holder": {k: type(v).__name__ for k, v in model.layers.state_dict().items()}}
 
     class Tied(torch.nn.Module):
         def __init__(self):
@@ -180,4 +234,11 @@ def refusals(rank: int, world: int) -> dict:
         out["tied"] = ""
     except ValueError as e:
         out["tied"] = str(e)
+    state = model.state_dict()
+    state["layers.1.mlp.fc2.weight"] = torch.zeros(3, 3)
+    try:
+        model.load_state_dict(state)
+        out["shape"] = ""
+    except RuntimeError as e:
+        out["shape"] = str(e)
     return out

@@ -1,6 +1,7 @@
-"""Domino layers through torch.distributed.checkpoint: torch_domino.overlap.sharded_state_dict
-saved at one tensor-parallel size and split, loaded at another, every parameter of every rank
-bit for bit its slice of the weights that were saved (spawned ranks, the domino backend)."""
+"""Domino layers through torch.distributed.checkpoint the way every trainer calls it:
+``dcp.save(model.state_dict())`` and the ``torch.distributed.checkpoint.state_dict`` helpers,
+saved at one tensor-parallel size and split, loaded at another, every parameter (and AdamW moment)
+of every rank bit for bit its slice of what was saved (spawned ranks, the domino backend)."""
 
 from __future__ import annotations
 
@@ -12,12 +13,16 @@ from ranks import assert_all_ok, run_ranks
 OTHER_SCHEDULE = {"split": "2d", "micro_batches": 2, "column_chunks": 2, "overlap": "intra"}
 
 
-@pytest.mark.parametrize("save_tp,load_tp,schedule", [
-    (2, 2, {}), (2, 1, OTHER_SCHEDULE), (1, 2, OTHER_SCHEDULE), (2, 4, {})])
-def test_a_checkpoint_loads_exactly_at_any_tensor_parallel_size(tmp_path, save_tp, load_tp, schedule):
+@pytest.mark.parametrize("save_tp,load_tp,schedule,how", [
+    (2, 2, {}, "load"), (2, 1, OTHER_SCHEDULE, "load_with_helpers"),
+    (1, 2, OTHER_SCHEDULE, "load"), (2, 4, {}, "load_with_helpers")])
+def test_a_checkpoint_loads_exactly_at_any_tensor_parallel_size(tmp_path, save_tp, load_tp,
+                                                                schedule, how):
+    # Saved by dcp.save(model.state_dict()); loaded by dcp.load into model.state_dict() and
+    # load_state_dict, or through get/set_model_state_dict (and their full_state_dict form).
     path = str(tmp_path / "checkpoint")
     saved = assert_all_ok(run_ranks(save_tp, "checkpoint_workers.save", path, {}, 7, timeout=300))
-    loaded = assert_all_ok(run_ranks(load_tp, "checkpoint_workers.load", path, schedule, 7,
+    loaded = assert_all_ok(run_ranks(load_tp, f"checkpoint_workers.{how}", path, schedule, 7,
                                      timeout=300))
     for rank, report in enumerate(loaded):
         assert report["wrong"] == [], f"rank {rank}: {report['wrong']}"
@@ -72,7 +77,24 @@ def test_a_trainers_model_over_data_and_tensor_parallel_groups_loads_whole(tmp_p
             assert report["keys"] == saved[0]
 
 
-def test_what_would_save_one_ranks_shard_for_all_is_refused():
+def test_per_rank_files_of_earlier_releases_still_load(tmp_path):
+    # torch.save of each rank's plain slices (model and AdamW, as state_dict() gave them before
+    # it gave DTensors), loaded by load_state_dict into a fresh model and a stepped optimizer.
+    saved = assert_all_ok(run_ranks(2, "checkpoint_workers.legacy_save", str(tmp_path), 7,
+                                    timeout=300))
+    loaded = assert_all_ok(run_ranks(2, "checkpoint_workers.legacy_load", str(tmp_path),
+                                     timeout=300))
+    for rank in range(2):
+        assert loaded[rank] == saved[rank], f"rank {rank}"
+    assert any(":exp_avg" in k for k in saved[0])
+
+
+def test_holders_tied_weights_and_wrong_shapes():
     report = assert_all_ok(run_ranks(2, "checkpoint_workers.refusals"))[0]
-    assert "holds names of a DominoTransformer's parameters" in report["part"], report
+    # A part of a Domino layer saves its own weights whole too.
+    assert report["holder"]["0.mlp.fc2.weight"] == "DTensor", report["holder"]
+    assert report["holder"]["0.attention.qkv.q.weight"] == "DTensor"
+    assert report["holder"]["0.input_norm.weight"] == "Tensor"
     assert "'head.weight' is the Domino parameter 'body.layers.0.mlp.fc2.weight'" in report["tied"], report
+    assert "'layers.1.mlp.fc2.weight' has shape (3, 3), but tensor-parallel rank 0 of 2 holds" in \
+        report["shape"], report["shape"]
