@@ -94,7 +94,7 @@ def main() -> None:
     data = corpus()
     sampler = torch.Generator().manual_seed(args.seed)  # same batches on every TP rank
     if rank == 0:
-        print(f"# {args.tp_mode} TP={world} split={config.split} micro_batches={config.micro_batches} "
+        print(f"# {args.tp_mode} TP={world} split={config.split} micro_batches={config.micro_batches or 1} "
               f"column_chunks={config.column_chunks} corpus={data.numel()} bytes", flush=True)
 
     for step in range(1, args.steps + 1):

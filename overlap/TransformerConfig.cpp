@@ -18,6 +18,42 @@ void require_divisible(const char* field, int64_t value, const char* by_name, in
 }
 }  // namespace
 
+template <class Enum>
+Enum parse_enum(std::string_view field, std::string_view name) {
+  std::string accepted;
+  for (const auto& [spelled, value] : EnumNames<Enum>::values) {
+    if (spelled == name) return value;
+    accepted += (accepted.empty() ? "" : ", ") + std::string(spelled);
+  }
+  reject(std::string(field) + "='" + std::string(name) + "' is not one of " + accepted);
+}
+
+template <class Enum>
+std::string_view enum_name(Enum value) {
+  for (const auto& [spelled, known] : EnumNames<Enum>::values) {
+    if (known == value) return spelled;
+  }
+  return "?";
+}
+
+#define DOMINO_CONFIG_ENUM(Enum)                                      \
+  template Enum parse_enum<Enum>(std::string_view, std::string_view); \
+  template std::string_view enum_name<Enum>(Enum);
+DOMINO_CONFIG_ENUM(Activation)
+DOMINO_CONFIG_ENUM(Normalization)
+DOMINO_CONFIG_ENUM(Split)
+DOMINO_CONFIG_ENUM(OverlapScope)
+DOMINO_CONFIG_ENUM(QkvLayout)
+#undef DOMINO_CONFIG_ENUM
+
+int64_t TransformerConfig::micro_batch_count() const {
+  return micro_batches.value_or(split == Split::kColumn || split == Split::kNone ? 1 : 2);
+}
+
+OverlapScope TransformerConfig::overlap_scope() const {
+  return overlap.value_or(split == Split::kNone ? OverlapScope::kIntra : OverlapScope::kInter);
+}
+
 int64_t TransformerConfig::ffn_size() const {
   if (ffn_hidden_size > 0) return ffn_hidden_size;
   if (activation == Activation::kSwiglu) return (8 * hidden_size / 3 + 63) / 64 * 64;
@@ -45,6 +81,8 @@ void TransformerConfig::validate(int64_t tensor_parallel, int64_t batch_size) co
       attention_dropout >= 1) {
     reject("dropout rates must lie in [0, 1)");
   }
+  const int64_t micro_batches = micro_batch_count();
+  const OverlapScope overlap = overlap_scope();
   if (micro_batches < 1)
     reject("micro_batches must be at least 1, got " + std::to_string(micro_batches));
   if (column_chunks < 1)
@@ -81,30 +119,19 @@ void TransformerConfig::validate(int64_t tensor_parallel, int64_t batch_size) co
 }
 
 Activation parse_activation(const std::string& name) {
-  if (name == "gelu") return Activation::kGelu;
-  if (name == "swiglu") return Activation::kSwiglu;
-  if (name == "gelu_tanh") return Activation::kGeluTanh;
-  reject("activation='" + name + "' is not one of gelu, gelu_tanh, swiglu");
+  return parse_enum<Activation>("activation", name);
 }
 
 Normalization parse_normalization(const std::string& name) {
-  if (name == "layernorm") return Normalization::kLayerNorm;
-  if (name == "rmsnorm") return Normalization::kRmsNorm;
-  reject("normalization='" + name + "' is not one of layernorm, rmsnorm");
+  return parse_enum<Normalization>("normalization", name);
 }
 
 Split parse_split(const std::string& name) {
-  if (name == "row") return Split::kRow;
-  if (name == "column") return Split::kColumn;
-  if (name == "2d") return Split::k2d;
-  if (name == "none") return Split::kNone;
-  reject("split='" + name + "' is not one of row, column, 2d, none");
+  return parse_enum<Split>("split", name);
 }
 
 OverlapScope parse_overlap(const std::string& name) {
-  if (name == "intra") return OverlapScope::kIntra;
-  if (name == "inter") return OverlapScope::kInter;
-  reject("overlap='" + name + "' is not one of intra, inter");
+  return parse_enum<OverlapScope>("overlap", name);
 }
 
 }  // namespace domino::overlap

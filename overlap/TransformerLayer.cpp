@@ -79,7 +79,7 @@ std::vector<MicroBatch> TransformerLayerImpl::forward_micro_batches(std::vector<
                  : mlp->activated(post_attention_norm->forward(input.resolve()), defer);
     outputs.push_back(residual_after(input, mlp->project(activated, chunks, !defer), "mlp.out"));
   }
-  if (config_.overlap == OverlapScope::kIntra) {
+  if (config_.overlap_scope() == OverlapScope::kIntra) {
     for (auto& output : outputs) output.settle();
   }
   return outputs;

@@ -4,6 +4,11 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <type_traits>
+#include <vector>
 
 #include "overlap/Transformer.h"
 
@@ -12,34 +17,190 @@ namespace ov = domino::overlap;
 
 namespace {
 
-ov::TransformerConfig config_from(const py::dict& fields) {
+// TransformerConfig's fields seen from Python: enums by name, unset optionals as None.
+template <class T>
+py::object to_python(const T& value) {
+  if constexpr (std::is_enum_v<T>) {
+    return py::str(std::string(ov::enum_name(value)));
+  } else {
+    return py::cast(value);
+  }
+}
+template <class T>
+py::object to_python(const std::optional<T>& value) {
+  return value ? to_python(*value) : py::none();
+}
+
+template <class T>
+void from_python(const char* field, T& member, const py::handle& value) {
+  if constexpr (std::is_enum_v<T>) {
+    if (!py::isinstance<py::str>(value)) {
+      throw py::type_error(std::string("TransformerConfig.") + field + " takes a name, got " +
+                           py::repr(value).cast<std::string>());
+    }
+    member = ov::parse_enum<T>(field, value.cast<std::string>());
+  } else {
+    // No silent narrowing: 2.5 is no int, "2" no number.
+    const bool fits = std::is_same_v<T, bool>          ? py::isinstance<py::bool_>(value)
+                      : std::is_same_v<T, std::string> ? py::isinstance<py::str>(value)
+                      : std::is_floating_point_v<T>
+                          ? py::isinstance<py::float_>(value) || (py::isinstance<py::int_>(value) &&
+                                                                  !py::isinstance<py::bool_>(value))
+                          : py::isinstance<py::int_>(value) && !py::isinstance<py::bool_>(value);
+    if (!fits) {
+      throw py::type_error(std::string("TransformerConfig.") + field + " got " +
+                           py::repr(value).cast<std::string>() + " of type " +
+                           py::str(py::type::of(value).attr("__name__")).cast<std::string>());
+    }
+    member = value.cast<T>();
+  }
+}
+template <class T>
+void from_python(const char* field, std::optional<T>& member, const py::handle& value) {
+  if (value.is_none()) {
+    member.reset();
+    return;
+  }
+  T inner{};
+  from_python(field, inner, value);
+  member = inner;
+}
+
+std::vector<std::string> field_names() {
   ov::TransformerConfig c;
-  auto get = [&](const char* key, auto fallback) {
-    return fields.contains(key) && !fields[key].is_none() ? fields[key].cast<decltype(fallback)>()
-                                                          : fallback;
-  };
-  c.hidden_size = get("hidden_size", c.hidden_size);
-  c.num_layers = get("num_layers", c.num_layers);
-  c.num_attention_heads = get("num_attention_heads", c.num_attention_heads);
-  c.num_query_groups = get("num_query_groups", c.num_query_groups);
-  c.ffn_hidden_size = get("ffn_hidden_size", c.ffn_hidden_size);
-  c.activation = ov::parse_activation(get("activation", std::string("gelu")));
-  c.normalization = ov::parse_normalization(get("normalization", std::string("layernorm")));
-  c.rotary = get("rotary", c.rotary);
-  c.rotary_base = get("rotary_base", c.rotary_base);
-  c.bias = get("bias", c.bias);
-  c.qkv_bias = get("qkv_bias", c.qkv_bias);
-  c.hidden_dropout = get("hidden_dropout", c.hidden_dropout);
-  c.attention_dropout = get("attention_dropout", c.attention_dropout);
-  c.params_dtype = get("params_dtype", c.params_dtype);
-  c.split = ov::parse_split(get("split", std::string("row")));
-  c.micro_batches = get("micro_batches", c.micro_batches);
-  c.column_chunks = get("column_chunks", c.column_chunks);
-  c.overlap = ov::parse_overlap(get("overlap", std::string("inter")));
-  c.norm_epsilon = get("norm_epsilon", c.norm_epsilon);
-  c.init_std = get("init_std", c.init_std);
-  c.seed = get("seed", c.seed);
+  std::vector<std::string> names;
+  ov::visit_fields(c, [&](const char* name, auto&, const char*) { names.emplace_back(name); });
+  return names;
+}
+
+py::object get_field(ov::TransformerConfig& c, const std::string& name) {
+  py::object out;
+  ov::visit_fields(c, [&](const char* field, auto& member, const char*) {
+    if (name == field) out = to_python(member);
+  });
+  return out;
+}
+
+void set_field(ov::TransformerConfig& c, const std::string& name, const py::handle& value) {
+  bool found = false;
+  ov::visit_fields(c, [&](const char* field, auto& member, const char*) {
+    if (name != field) return;
+    from_python(field, member, value);
+    found = true;
+  });
+  if (!found) {
+    throw py::type_error("TransformerConfig has no field '" + name + "'");
+  }
+}
+
+py::dict to_dict(ov::TransformerConfig& c) {
+  py::dict out;
+  ov::visit_fields(
+      c, [&](const char* field, auto& member, const char*) { out[field] = to_python(member); });
+  return out;
+}
+
+void set_fields(ov::TransformerConfig& c, const py::dict& fields) {
+  for (auto [key, value] : fields) set_field(c, key.cast<std::string>(), value);
+}
+
+// TransformerConfig(*args, **kwargs): positional arguments take the fields in order;
+// hidden_size and num_attention_heads are required, as a dataclass's first two fields would be.
+ov::TransformerConfig make_config(const py::args& args, const py::kwargs& kwargs) {
+  const auto names = field_names();
+  if (args.size() > names.size()) {
+    throw py::type_error("TransformerConfig takes at most " + std::to_string(names.size()) +
+                         " positional arguments, got " + std::to_string(args.size()));
+  }
+  ov::TransformerConfig c;
+  std::set<std::string> given;
+  for (size_t i = 0; i < args.size(); ++i) {
+    set_field(c, names[i], args[i]);
+    given.insert(names[i]);
+  }
+  for (auto [key, value] : kwargs) {
+    const auto name = key.cast<std::string>();
+    if (given.count(name)) {
+      throw py::type_error("TransformerConfig got multiple values for '" + name + "'");
+    }
+    set_field(c, name, value);
+    given.insert(name);
+  }
+  for (const char* required : {"hidden_size", "num_attention_heads"}) {
+    if (!given.count(required)) {
+      throw py::type_error(std::string("TransformerConfig missing required argument: '") +
+                           required + "'");
+    }
+  }
   return c;
+}
+
+void bind_config(py::module_& m) {
+  py::class_<ov::TransformerConfig> cls(m, "TransformerConfig", R"doc(
+The shape and schedule of a Domino transformer: the C++ struct itself (overlap/TransformerConfig.h),
+whose field list is the one definition. TransformerConfig(hidden_size, num_attention_heads, ...)
+takes every field by keyword, or positionally in the order fields() lists. validate(tp,
+batch_size=0) raises ValueError naming a field that cannot be sharded and returns the FFN size.
+)doc");
+  cls.def(py::init(&make_config))
+      .def(
+          "validate",
+          [](const ov::TransformerConfig& c, int64_t tensor_parallel, int64_t batch_size) {
+            c.validate(tensor_parallel, batch_size);
+            return c.ffn_size();
+          },
+          py::arg("tensor_parallel"), py::arg("batch_size") = 0,
+          "Checks the shape against a tensor-parallel size (and a batch); returns the FFN size.")
+      .def("to_dict", &to_dict, "Every field by name, as the constructor takes them.")
+      .def(
+          "replace",
+          [](const ov::TransformerConfig& c, const py::kwargs& changes) {
+            ov::TransformerConfig copy = c;
+            set_fields(copy, changes);
+            return copy;
+          },
+          "A copy with the given fields changed.")
+      .def_static(
+          "fields",
+          [] {
+            ov::TransformerConfig c;
+            py::list out;
+            ov::visit_fields(c, [&](const char* name, auto& member, const char* doc) {
+              out.append(py::make_tuple(name, to_python(member), doc));
+            });
+            return out;
+          },
+          "(name, default, meaning) of every field, in order.")
+      .def("__eq__",
+           [](const ov::TransformerConfig& a, const ov::TransformerConfig& b) { return a == b; })
+      .def("__copy__", [](const ov::TransformerConfig& c) { return c; })
+      .def("__deepcopy__", [](const ov::TransformerConfig& c, const py::dict&) { return c; })
+      .def("__repr__",
+           [](ov::TransformerConfig& c) {
+             std::string out = "TransformerConfig(";
+             bool first = true;
+             for (auto [key, value] : to_dict(c)) {
+               out += (first ? "" : ", ") + key.cast<std::string>() + "=" +
+                      py::repr(value).cast<std::string>();
+               first = false;
+             }
+             return out + ")";
+           })
+      .def(py::pickle([](ov::TransformerConfig& c) { return to_dict(c); },
+                      [](const py::dict& fields) {
+                        ov::TransformerConfig c;
+                        set_fields(c, fields);
+                        return c;
+                      }));
+  cls.attr("__hash__") = py::none();
+  ov::TransformerConfig defaults;
+  ov::visit_fields(defaults, [&](const char* name, auto&, const char* doc) {
+    const std::string field = name;
+    cls.def_property(
+        name, [field](ov::TransformerConfig& c) { return get_field(c, field); },
+        [field](ov::TransformerConfig& c, const py::object& value) { set_field(c, field, value); },
+        doc);
+  });
 }
 
 ov::TensorParallelGroupPtr group_from(const py::object& group) {
@@ -88,12 +249,12 @@ py::class_<Impl, std::shared_ptr<Impl>> bind_layer(py::module_& m, const char* n
            [](Impl& self, bool drop) { self.group()->drop_communication_for_benchmark(drop); });
 }
 
-// Layers built from a TransformerConfig (as a dict) and a group.
+// Layers built from a TransformerConfig and a group.
 template <typename Impl>
 py::class_<Impl, std::shared_ptr<Impl>> bind_configured(py::module_& m, const char* name) {
   auto cls = bind_layer<Impl>(m, name);
-  cls.def(py::init([](const py::dict& c, const py::object& g) {
-            return std::make_shared<Impl>(config_from(c), group_from(g));
+  cls.def(py::init([](const ov::TransformerConfig& c, const py::object& g) {
+            return std::make_shared<Impl>(c, group_from(g));
           }),
           py::arg("config"), py::arg("group"));
   return cls;
@@ -103,16 +264,7 @@ py::class_<Impl, std::shared_ptr<Impl>> bind_configured(py::module_& m, const ch
 
 void register_overlap(py::module_& m) {
   auto overlap = m.def_submodule("overlap", "Domino tensor-parallel layers (C++).");
-  overlap.def(
-      "validate_transformer_config",
-      [](const py::dict& fields, int64_t tensor_parallel, int64_t batch_size) {
-        auto c = config_from(fields);
-        c.validate(tensor_parallel, batch_size);
-        return c.ffn_size();
-      },
-      py::arg("fields"), py::arg("tensor_parallel"), py::arg("batch_size") = 0,
-      "Checks a transformer shape against a tensor-parallel size; returns the FFN size used.");
-
+  bind_config(overlap);
   bind_configured<ov::TransformerImpl>(overlap, "DominoTransformer")
       .def("dropout_seed", &ov::TransformerImpl::dropout_seed, py::arg("hidden"),
            py::call_guard<py::gil_scoped_release>())

@@ -62,7 +62,7 @@ std::vector<Case> cases() {
           c.bias = index % 3 != 0;
           c.overlap = (index / 2) % 2 == 0 ? OverlapScope::kInter : OverlapScope::kIntra;
           std::ostringstream name;
-          name << split_names[static_cast<int>(schedule.split)] << " mb=" << c.micro_batches
+          name << split_names[static_cast<int>(schedule.split)] << " mb=" << c.micro_batch_count()
                << " cc=" << c.column_chunks
                << (activation == Activation::kGelu ? " gelu" : " swiglu")
                << (norm == Normalization::kLayerNorm ? " layernorm" : " rmsnorm")

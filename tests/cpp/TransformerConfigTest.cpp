@@ -1,6 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <set>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "overlap/TransformerConfig.h"
 
@@ -47,13 +51,41 @@ TEST(TransformerConfig, MoreMicroBatchesThanSequencesIsRejected) {
 TEST(TransformerConfig, TheNaiveScheduleCutsNothingAndOverlapsNothing) {
   TransformerConfig c = small();
   c.split = parse_split("none");
-  EXPECT_NE(why(c, 2).find("split=none cuts nothing"), std::string::npos);  // 2 micro-batches
+  EXPECT_EQ(why(c, 2), "");  // unset micro_batches and overlap follow the split: 1 and intra
+  EXPECT_EQ(c.micro_batch_count(), 1);
+  EXPECT_EQ(c.overlap_scope(), OverlapScope::kIntra);
+  c.micro_batches = 2;
+  EXPECT_NE(why(c, 2).find("split=none cuts nothing"), std::string::npos);
   c.micro_batches = 1;
-  EXPECT_NE(why(c, 2).find("overlap=intra"), std::string::npos);  // inter by default
+  c.overlap = OverlapScope::kInter;
+  EXPECT_NE(why(c, 2).find("overlap=intra"), std::string::npos);
   c.overlap = OverlapScope::kIntra;
   EXPECT_EQ(why(c, 2), "");
   EXPECT_EQ(c.batch_slices(), 1);
   EXPECT_EQ(c.column_slices(), 1);
+}
+
+TEST(TransformerConfig, UnsetScheduleFieldsFollowTheSplit) {
+  TransformerConfig c = small();
+  EXPECT_EQ(c.micro_batch_count(), 2);
+  EXPECT_EQ(c.overlap_scope(), OverlapScope::kInter);
+  c.split = Split::kColumn;
+  EXPECT_EQ(c.micro_batch_count(), 1);
+  EXPECT_EQ(c.batch_slices(), 1);
+}
+
+TEST(TransformerConfig, EveryFieldIsVisitedOnceByName) {
+  // The Python binding, repr and equality read the fields from visit_fields alone.
+  TransformerConfig c = small();
+  std::vector<std::string> names;
+  visit_fields(c, [&](const char* name, auto&, const char* doc) {
+    names.emplace_back(name);
+    EXPECT_GT(std::string(doc).size(), 5u) << name;
+  });
+  EXPECT_EQ(names.front(), "hidden_size");
+  EXPECT_EQ(std::set<std::string>(names.begin(), names.end()).size(), names.size());
+  EXPECT_NE(std::find(names.begin(), names.end(), "sequence_parallel"), names.end());
+  EXPECT_NE(std::find(names.begin(), names.end(), "recompute"), names.end());
 }
 
 TEST(TransformerConfig, ParsersNameTheAcceptedValues) {

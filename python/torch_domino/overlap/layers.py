@@ -5,7 +5,6 @@ checkpoint form of ``state_dict`` is ``checkpoint.py``'s."""
 
 from __future__ import annotations
 
-import dataclasses
 import weakref
 from typing import Optional
 
@@ -116,7 +115,7 @@ class _ConfiguredModule(_CppModule):
     def __init__(self, config: TransformerConfig, group: Optional[dist.ProcessGroup] = None):
         self.config = config
         group = _group_or_world(group)
-        super().__init__(type(self)._cpp(dataclasses.asdict(config), group), group)
+        super().__init__(type(self)._cpp(config, group), group)
 
 
 class DominoTransformer(_ConfiguredModule):
