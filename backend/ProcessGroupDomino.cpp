@@ -12,6 +12,7 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
 #include "DeviceTransport.h"
+#include "FlightRecorder.h"
 #include "HandleScope.h"
 #include "IncarnationScope.h"
 #include "MonitoredBarrier.h"
@@ -49,16 +50,18 @@ std::exception_ptr as_backend_error(const std::string& message) {
 // What a failed job reports: torch's checks already say "domino: ..." (and carry a C++
 // backtrace the user does not need); transport errors get the prefix, and timeouts c10d's
 // "Timed out" wording, which users' log scanners and PyTorch's own tests look for.
-std::exception_ptr job_error(const std::exception& e, std::chrono::milliseconds timeout) {
+// `which` names the op's place in its group's sequence, as the Flight Recorder numbers it.
+std::string job_message(const std::exception& e, std::chrono::milliseconds timeout,
+                        const std::string& which) {
   if (const auto* checked = dynamic_cast<const c10::Error*>(&e)) {
-    return as_backend_error(checked->what_without_backtrace());
+    return checked->what_without_backtrace() + which;
   }
   const auto* transport = dynamic_cast<const TransportError*>(&e);
   if (transport != nullptr && transport->status() == DOMINO_ERR_TIMEOUT) {
-    return as_backend_error("domino: Timed out after " + std::to_string(timeout.count()) +
-                            " ms (the group's timeout): " + e.what());
+    return "domino: Timed out after " + std::to_string(timeout.count()) +
+           " ms (the group's timeout): " + e.what() + which;
   }
-  return as_backend_error(std::string("domino: ") + e.what());
+  return std::string("domino: ") + e.what() + which;
 }
 // What a profiler on the caller's thread needs to see an op on the lane: its RecordFunction
 // callbacks and its debug info (where the profiler keeps its state); nothing else of the
@@ -203,6 +206,8 @@ ProcessGroupDomino::ProcessGroupDomino(const c10::intrusive_ptr<c10d::Store>& st
     for (auto& lane : comms_) lane.comm.reset();
     throw;
   }
+  // Other ranks' failures reach this one through the job's store (a no-op when not recording).
+  FlightRecorder::get().watch(store_, global_ranks_[static_cast<size_t>(rank_)]);
   log_line(LogLevel::kInfo, rank,
            label() + " ready: " + std::to_string(layout_.hosts.size()) + " host(s) (" + hosts +
                "), intra-host transport " + plugin_->name + ", inter-host transport " +
@@ -303,6 +308,19 @@ std::string ProcessGroupDomino::where(const char* op) const {
   return std::string("domino ") + op + " on " + label();
 }
 
+size_t ProcessGroupDomino::flight_group() {
+  // c10d names the group after construction, before its first op: registered then.
+  const int64_t known = flight_group_.load(std::memory_order_acquire);
+  if (known >= 0) return static_cast<size_t>(known);
+  std::lock_guard<std::mutex> lock(flight_group_mutex_);
+  if (flight_group_.load() < 0) {
+    const std::string& name = getGroupUid();
+    flight_group_.store(static_cast<int64_t>(FlightRecorder::get().add_group(
+        name.empty() ? group_name_ : name, getGroupDesc(), global_ranks_)));
+  }
+  return static_cast<size_t>(flight_group_.load());
+}
+
 std::array<uint64_t, 3> ProcessGroupDomino::issued_per_lane() const {
   return lanes_.issued();
 }
@@ -338,9 +356,28 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
   ProgressLane* lane = lanes_.lane(route, lane_index);
   TORCH_CHECK(lane != nullptr, where(op), ": the process group was shut down");
   if (aborted_.load()) C10_THROW_ERROR(DistBackendError, aborted_message(op));
-  auto work = c10::make_intrusive<Work>(rank_, type, std::move(tensors.outputs));
-  ++sequence_;
   const bool counted = route == Route::kCollective;
+  const uint64_t op_id = ++sequence_;
+  const uint64_t collective_seq = counted ? ++collective_seq_ : collective_seq_.load();
+  const uint64_t p2p_seq = counted ? p2p_seq_.load() : ++p2p_seq_;
+  FlightRecorder& recorder = FlightRecorder::get();
+  const uint64_t recorded = recorder.enabled()
+                                ? recorder.record({.group = flight_group(),
+                                                   .collective_seq = collective_seq,
+                                                   .p2p_seq = p2p_seq,
+                                                   .op_id = op_id,
+                                                   .name = flight_recorder_op_name(op),
+                                                   .self = rank_,
+                                                   .peer = peer,
+                                                   .p2p = !counted,
+                                                   .timeout = timeout()},
+                                                  tensors.inputs, tensors.outputs)
+                                : 0;
+  const std::string which =
+      counted ? " [collective #" + std::to_string(collective_seq) + " of " + label() +
+                    ", the Flight Recorder's collective_seq_id]"
+              : " [point-to-point op #" + std::to_string(p2p_seq) + " of " + label() + "]";
+  auto work = c10::make_intrusive<Work>(rank_, type, std::move(tensors.outputs));
   std::optional<DeviceTransport::Issue> on_device;
   if (device) on_device = device_->issue(*work, *device, route, lane_index, peer, host_only);
   // A profiler running on the caller's thread sees the op where it really runs, on the lane.
@@ -351,7 +388,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
         ProfilerContext{at::get_record_function_tls_(), c10::ThreadLocalDebugInfo::current()};
   }
   auto job = [this, work, body = std::move(body), lane_index, counted, group_timeout = timeout(),
-              on_device = std::move(on_device), profiler = std::move(profiler), op,
+              on_device = std::move(on_device), profiler = std::move(profiler), op, recorded, which,
               inputs = profiling ? std::move(tensors.inputs) : std::vector<at::Tensor>{}] {
     std::optional<ProfilerContextGuard> profiled;
     if (profiler) profiled.emplace(*profiler);
@@ -360,6 +397,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
     at::AutoDispatchBelowADInplaceOrView raw;
     std::optional<at::RecordFunction> record;
     if (profiled) record_op(record, op, inputs);
+    FlightRecorder& recorder = FlightRecorder::get();
+    recorder.started(recorded);
     try {
       // Queued before an abort, run after it: fails at once instead of making communicators.
       if (aborted_.load()) throw std::runtime_error(aborted_message(op));
@@ -369,8 +408,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
         body(*work, communicator(lane_index));
         work->complete();
       }
+      recorder.completed(recorded);
     } catch (const std::exception& e) {
-      work->fail(job_error(e, group_timeout));
+      const std::string message = job_message(e, group_timeout, which);
+      recorder.retired(recorded);
+      recorder.on_failure(store_, global_ranks_[static_cast<size_t>(rank_)], message);
+      work->fail(as_backend_error(message));
     }
     if (counted) lanes_.finished(lane_index);
   };

@@ -223,6 +223,8 @@ class ProcessGroupDomino : public c10d::Backend {
   static constexpr int kLanes = LaneSet::kPriorities;
 
   std::string label() const;
+  // This group's index in the Flight Recorder, registered under c10d's name for it.
+  size_t flight_group();
   std::chrono::milliseconds timeout() const {
     return timeout_.load();
   }
@@ -311,6 +313,12 @@ class ProcessGroupDomino : public c10d::Backend {
   };
   std::array<LaneComm, kLanes> comms_;
   std::atomic<uint64_t> sequence_{0};
+  // Collectives and point-to-point ops issued so far, as the Flight Recorder numbers them.
+  std::atomic<uint64_t> collective_seq_{0};
+  std::atomic<uint64_t> p2p_seq_{0};
+  // This group in the Flight Recorder's dump (see flight_group()).
+  std::mutex flight_group_mutex_;
+  std::atomic<int64_t> flight_group_{-1};
   uint64_t monitored_barriers_ = 0;
   std::atomic<bool> aborted_{false};
   uint64_t shrinks_ = 0;          // shrink() calls so far: every remaining rank counts alike

@@ -6,6 +6,7 @@
 #include <torch/csrc/utils/pybind.h>
 #include <optional>
 
+#include "FlightRecorder.h"
 #include "HandleScope.h"
 #include "OverlapBindings.h"
 #include "PriorityGuard.h"
@@ -258,6 +259,20 @@ PYBIND11_MODULE(_C, m) {
         "Every DOMINO_* environment variable the backend reads.");
   m.def("wire_variables", &domino::wire_variables,
         "The DOMINO_* variables every rank of a group takes from rank 0.");
+
+  m.def(
+      "_dump_flight_recorder",
+      [](bool only_active) {
+        std::string bytes;
+        {
+          py::gil_scoped_release unlocked;
+          bytes = domino::FlightRecorder::get().dump(only_active);
+        }
+        return py::bytes(bytes);
+      },
+      py::arg("only_active") = false,
+      "This process's Flight Recorder buffer, pickled as fr_trace reads it.");
+  m.def("_flight_recorder_enabled", [] { return domino::FlightRecorder::get().enabled(); });
 
   m.def("reduction_isa", &domino::reduction_isa,
         "Instruction set the reduction kernels dispatched to on this CPU.");

@@ -25,6 +25,7 @@ __all__ = [
     "handles",
     "topology",
     "algorithms",
+    "dump_flight_recorder",
 ]
 
 BACKEND_NAME = "domino"
@@ -83,6 +84,19 @@ class handles:
         return False
 
 
+def dump_flight_recorder(path: str | None = None, only_active: bool = False) -> bytes:
+    """This process's Flight Recorder buffer: every op of every domino group it recorded (set
+    ``TORCH_FR_BUFFER_SIZE=N`` before the groups are made), pickled in the form
+    ``python -m torch.distributed.flight_recorder.fr_trace`` reads, and written to ``path`` if
+    given. Name the file of each rank ``<prefix><global rank>``, as the automatic dump on a
+    failure does (``TORCH_FR_DUMP_TEMP_FILE`` + rank). ``only_active`` leaves completed ops out.
+    Without ``TORCH_FR_BUFFER_SIZE`` the dump holds no entries."""
+    data = _C._dump_flight_recorder(only_active)
+    if path is not None:
+        Path(path).write_bytes(data)
+    return data
+
+
 def _create_backend(dist_options, backend_options):
     options = backend_options if isinstance(backend_options, Options) else Options()
     options._timeout = dist_options.timeout
@@ -96,6 +110,11 @@ def _create_backend(dist_options, backend_options):
 def _register() -> None:
     if BACKEND_NAME.upper() in getattr(dist.Backend, "_plugins", {}):
         return
+    # torch 2.15 hooks a recorder of its own onto backends that record nothing themselves;
+    # domino records every op with its real state, and two rings would cost twice.
+    self_recording = getattr(dist.distributed_c10d, "_FR_SELF_RECORDING_BACKENDS", None)
+    if isinstance(self_recording, set):
+        self_recording.add(BACKEND_NAME)
     dist.Backend.register_backend(
         BACKEND_NAME, _create_backend, extended_api=True, devices=["cpu", "cuda"]
     )

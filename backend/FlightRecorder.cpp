@@ -1,0 +1,458 @@
+#include "FlightRecorder.h"
+
+#include <c10/util/Exception.h>
+#include <c10/util/SmallVector.h>
+#include <c10/util/thread_name.h>
+#include <torch/csrc/distributed/c10d/FlightRecorder.hpp>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string_view>
+#include <thread>
+
+#include "config/Log.h"
+
+namespace domino {
+
+namespace {
+using SystemClock = std::chrono::system_clock;
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(SystemClock::now().time_since_epoch())
+      .count();
+}
+
+// The first of names that is set, as torch's getCvar* read them.
+const char* first_set(std::initializer_list<const char*> names) {
+  for (const char* name : names) {
+    const char* value = std::getenv(name);
+    if (value != nullptr && *value != '\0') return value;
+  }
+  return nullptr;
+}
+
+size_t buffer_size() {
+  const char* value = first_set({"TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE"});
+  if (value == nullptr) return 0;  // off unless asked for: recording is never free
+  char* end = nullptr;
+  const long long entries = std::strtoll(value, &end, 10);
+  if (end == value || *end != '\0' || entries < 0) {
+    log_line(LogLevel::kWarn, -1,
+             std::string("TORCH_FR_BUFFER_SIZE='") + value +
+                 "' is not a count of entries; the Flight Recorder stays off");
+    return 0;
+  }
+  return static_cast<size_t>(entries);
+}
+
+std::string dump_prefix() {
+  if (const char* set = first_set({"TORCH_FR_DUMP_TEMP_FILE", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE"})) {
+    return set;
+  }
+  // torch's own default, so fr_trace finds every backend's dumps in one folder.
+  std::string cache;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
+    cache = xdg;
+  } else if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+    cache = std::string(home) + "/.cache";
+  } else {
+    cache = "/tmp";
+  }
+  return cache + "/torch/comm_lib_trace_rank_";
+}
+
+std::string ranks_text(const std::vector<int64_t>& ranks) {
+  std::string out = "[";
+  for (size_t i = 0; i < ranks.size(); ++i) out += (i ? ", " : "") + std::to_string(ranks[i]);
+  return out + "]";
+}
+
+// Creates every missing folder above path's last component.
+void make_parents(const std::string& path) {
+  for (size_t slash = path.find('/', 1); slash != std::string::npos;
+       slash = path.find('/', slash + 1)) {
+    ::mkdir(path.substr(0, slash).c_str(), 0700);
+  }
+}
+
+const std::string kDumpKey = "domino/flight_recorder/dump";
+}  // namespace
+
+struct FlightRecorder::Group {
+  std::string name;
+  std::string desc;
+  std::vector<int64_t> ranks;
+  int64_t last_enqueued = -1;
+  int64_t last_started = -1;
+  int64_t last_completed = -1;
+};
+
+struct FlightRecorder::Slot {
+  uint64_t id = 0;  // 0: never used
+  Op op;
+  int64_t created_ns = 0;
+  int64_t started_ns = 0;
+  int64_t completed_ns = 0;
+  bool retired = false;
+  // Shapes as fr_trace reads them: each tensor's rank, then every size in a row.
+  c10::SmallVector<int64_t, 4> input_dims;
+  c10::SmallVector<int64_t, 4> output_dims;
+  c10::SmallVector<int64_t, 8> sizes;
+  c10::SmallVector<c10::ScalarType, 4> input_dtypes;
+  c10::SmallVector<c10::ScalarType, 4> output_dtypes;
+  std::thread::id thread;
+};
+
+const char* flight_recorder_op_name(const char* domino_op) {
+  static const std::pair<std::string_view, const char*> kNames[] = {
+      {"all_reduce", "all_reduce"},
+      {"all_reduce_sparse", "all_reduce"},
+      {"all_reduce_coalesced", "allreduce_coalesced"},
+      {"broadcast", "broadcast"},
+      {"reduce", "reduce"},
+      {"all_gather", "all_gather"},
+      {"all_gather_into_tensor", "_all_gather_base"},
+      {"all_gather_coalesced", "ALLGATHER_coalesced"},
+      {"all_gather_into_tensor_coalesced", "all_gather_into_tensor_coalesced"},
+      {"reduce_scatter", "reduce_scatter"},
+      {"reduce_scatter_tensor", "_reduce_scatter_base"},
+      {"reduce_scatter_tensor_coalesced", "reduce_scatter_tensor_coalesced"},
+      {"all_to_all", "all_to_all"},
+      {"all_to_all_single", "all_to_all"},  // torch 2.11's analyzer lacks all_to_all_single
+      {"gather", "gather"},
+      {"gather_single", "gather"},
+      {"scatter", "scatter"},
+      {"barrier", "all_reduce_barrier"},  // as ProcessGroupNCCL records it
+      {"send", "send"},
+      {"recv", "recv"},
+  };
+  for (const auto& [op, name] : kNames) {
+    if (op == domino_op) return name;
+  }
+  return domino_op;
+}
+
+FlightRecorder& FlightRecorder::get() {
+  // Leaked on purpose: lanes and the watcher may record or dump while statics are destroyed.
+  static FlightRecorder* recorder = new FlightRecorder();
+  return *recorder;
+}
+
+FlightRecorder::FlightRecorder() : capacity_(buffer_size()), dump_prefix_(dump_prefix()) {
+  slots_.resize(capacity_);
+}
+
+size_t FlightRecorder::add_group(const std::string& name, const std::string& desc,
+                                 const std::vector<int64_t>& global_ranks) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (size_t i = 0; i < groups_.size(); ++i) {
+    if (groups_[i].name == name && groups_[i].desc == desc && groups_[i].ranks == global_ranks) {
+      return i;
+    }
+  }
+  groups_.push_back(Group{name, desc, global_ranks});
+  return groups_.size() - 1;
+}
+
+uint64_t FlightRecorder::record(const Op& op, const std::vector<at::Tensor>& inputs,
+                                const std::vector<at::Tensor>& outputs) {
+  if (capacity_ == 0) return 0;
+  const int64_t created = now_ns();
+  const std::string_view name = op.name;
+  // fr_trace checks all-gather and reduce-scatter sizes against one flat [group size, n]
+  // tensor, and all-to-all's per side: lists are recorded that way.
+  const bool gathered_list = name == "all_gather" && outputs.size() > 1;
+  const bool scattered_list = name == "reduce_scatter" && inputs.size() > 1;
+  const bool exchange = name == "all_to_all";
+  std::lock_guard<std::mutex> lock(mutex_);
+  const uint64_t id = next_id_++;
+  Slot& slot = slots_[(id - 1) % capacity_];
+  slot.id = id;
+  slot.op = op;
+  slot.created_ns = created;
+  slot.started_ns = slot.completed_ns = 0;
+  slot.retired = false;
+  slot.thread = std::this_thread::get_id();
+  slot.input_dims.clear();
+  slot.output_dims.clear();
+  slot.sizes.clear();
+  slot.input_dtypes.clear();
+  slot.output_dtypes.clear();
+  auto add = [&](const std::vector<at::Tensor>& tensors, bool as_one, bool flat,
+                 c10::SmallVector<int64_t, 4>& dims, c10::SmallVector<c10::ScalarType, 4>& dtypes) {
+    if (tensors.empty()) return;
+    if (as_one || flat) {
+      int64_t numel = 0;
+      for (const auto& t : tensors) numel += t.defined() ? t.numel() : 0;
+      if (flat) {
+        dims.push_back(1);
+        slot.sizes.push_back(numel);
+      } else {
+        dims.push_back(2);
+        slot.sizes.push_back(static_cast<int64_t>(tensors.size()));
+        slot.sizes.push_back(numel / static_cast<int64_t>(tensors.size()));
+      }
+      dtypes.push_back(tensors[0].scalar_type());
+      return;
+    }
+    for (const auto& t : tensors) {
+      if (!t.defined()) continue;
+      dims.push_back(t.dim());
+      for (int64_t d : t.sizes()) slot.sizes.push_back(d);
+      dtypes.push_back(t.scalar_type());
+    }
+  };
+  add(inputs, scattered_list, exchange, slot.input_dims, slot.input_dtypes);
+  add(outputs, gathered_list, exchange, slot.output_dims, slot.output_dtypes);
+  if (op.group < groups_.size() && !op.p2p) {
+    groups_[op.group].last_enqueued = static_cast<int64_t>(op.collective_seq);
+  }
+  return id;
+}
+
+void FlightRecorder::started(uint64_t id) {
+  if (id == 0) return;
+  const int64_t when = now_ns();
+  std::lock_guard<std::mutex> lock(mutex_);
+  Slot& slot = slots_[(id - 1) % capacity_];
+  if (slot.id != id) return;  // overwritten since
+  slot.started_ns = when;
+  if (slot.op.group < groups_.size() && !slot.op.p2p) {
+    groups_[slot.op.group].last_started = static_cast<int64_t>(slot.op.collective_seq);
+  }
+}
+
+void FlightRecorder::completed(uint64_t id) {
+  if (id == 0) return;
+  const int64_t when = now_ns();
+  std::lock_guard<std::mutex> lock(mutex_);
+  Slot& slot = slots_[(id - 1) % capacity_];
+  if (slot.id != id) return;
+  if (slot.started_ns == 0) slot.started_ns = when;
+  slot.completed_ns = when;
+  slot.retired = true;
+  if (slot.op.group < groups_.size() && !slot.op.p2p) {
+    groups_[slot.op.group].last_completed = static_cast<int64_t>(slot.op.collective_seq);
+  }
+}
+
+void FlightRecorder::retired(uint64_t id) {
+  if (id == 0) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  Slot& slot = slots_[(id - 1) % capacity_];
+  if (slot.id == id) slot.retired = true;
+}
+
+std::string FlightRecorder::dump(bool only_active) {
+  using c10d::new_dict;
+  using c10d::new_list;
+  std::vector<Slot> copies;
+  std::vector<Group> groups;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    groups = groups_;
+    const uint64_t first = next_id_ > capacity_ ? next_id_ - capacity_ : 1;
+    for (uint64_t id = first; id < next_id_; ++id) copies.push_back(slots_[(id - 1) % capacity_]);
+  }
+  auto entries = new_list();
+  for (const Slot& e : copies) {
+    if (only_active && e.completed_ns != 0) continue;
+    const Group& group = groups.at(e.op.group);
+    auto dict = new_dict();
+    dict.insert(c10d::record_id_key, static_cast<int64_t>(e.id));
+    dict.insert(c10d::pg_id_key, static_cast<int64_t>(e.op.group));
+    dict.insert(c10d::pg_name_key, std::make_tuple(group.name, group.desc));
+    std::ostringstream thread;
+    thread << e.thread;
+    dict.insert(c10d::thread_id_key, thread.str());
+    dict.insert(c10d::thread_name_key, std::string());
+    dict.insert(c10d::collective_seq_id_key, static_cast<int64_t>(e.op.collective_seq));
+    dict.insert(c10d::p2p_seq_id_key, static_cast<int64_t>(e.op.p2p_seq));
+    dict.insert(c10d::op_id_key, static_cast<int64_t>(e.op.op_id));
+    // "nccl:" is the one prefix every torch release's analyzer accepts (2.11 takes no other).
+    std::string profiling = std::string("nccl:") + e.op.name;
+    if (e.op.p2p) {
+      profiling += " " + std::to_string(e.op.self) +
+                   (std::string_view(e.op.name) == "send" ? "->" : "<-") +
+                   std::to_string(e.op.peer);
+    }
+    dict.insert(c10d::profiling_name_key, profiling);
+    dict.insert(c10d::time_created_key, e.created_ns);
+    if (e.completed_ns != 0 && e.started_ns != 0) {
+      dict.insert(c10d::duration_key, static_cast<double>(e.completed_ns - e.started_ns) / 1e6);
+    }
+    size_t next = 0;
+    auto read_sizes = [&](const c10::SmallVector<int64_t, 4>& dims) {
+      auto sizes = new_list();
+      for (int64_t rank : dims) {
+        auto shape = new_list();
+        for (int64_t d = 0; d < rank; ++d) shape.push_back(e.sizes[next++]);
+        sizes.push_back(shape);
+      }
+      return sizes;
+    };
+    auto dtype_names = [](const c10::SmallVector<c10::ScalarType, 4>& dtypes) {
+      std::vector<std::string> names;
+      for (auto dtype : dtypes) names.emplace_back(c10::toString(dtype));
+      return names;
+    };
+    dict.insert(c10d::input_sizes_key, read_sizes(e.input_dims));
+    dict.insert(c10d::input_dtypes_key, dtype_names(e.input_dtypes));
+    dict.insert(c10d::output_sizes_key, read_sizes(e.output_dims));
+    dict.insert(c10d::output_dtypes_key, dtype_names(e.output_dtypes));
+    dict.insert(c10d::state_key, e.completed_ns != 0 ? c10d::completed_state
+                                 : e.started_ns != 0 ? c10d::started_state
+                                                     : c10d::scheduled_state);
+    dict.insert(c10d::time_discovered_started_key,
+                e.started_ns != 0 ? c10::IValue(e.started_ns) : c10::IValue());
+    dict.insert(c10d::time_discovered_completed_key,
+                e.completed_ns != 0 ? c10::IValue(e.completed_ns) : c10::IValue());
+    dict.insert(c10d::retired_key, e.retired);
+    dict.insert(c10d::timeout_key, static_cast<int64_t>(e.op.timeout.count()));
+    dict.insert(c10d::is_p2p_key, e.op.p2p);
+    dict.insert(c10d::frames_key, new_list());
+    entries.push_back(dict);
+  }
+  auto pg_config = new_dict();
+  auto pg_status = new_dict();
+  for (const Group& group : groups) {
+    auto info = new_dict();
+    info.insert("name", group.name);
+    info.insert("desc", group.desc);
+    info.insert("ranks", ranks_text(group.ranks));
+    pg_config.insert(group.name, info);
+    auto status = new_dict();
+    status.insert("last_enqueued_collective", group.last_enqueued);
+    status.insert("last_started_collective", group.last_started);
+    status.insert("last_completed_collective", group.last_completed);
+    pg_status.insert(group.name, status);
+  }
+  auto result = new_dict();
+  result.insert(c10d::version_key, c10d::version_val);
+  result.insert(c10d::comm_lib_version_key, std::string("domino"));
+  result.insert(c10d::pg_config_key, pg_config);
+  result.insert(c10d::pg_status_key, pg_status);
+  result.insert(c10d::entries_key, entries);
+  return c10d::pickle_str(result);
+}
+
+std::optional<std::string> FlightRecorder::dump_to_file(int64_t global_rank) {
+  if (capacity_ == 0) return std::nullopt;
+  const std::string path = dump_prefix_ + std::to_string(global_rank);
+  // Written beside it under a name fr_trace does not read, then renamed: never half a dump.
+  const auto slash = path.rfind('/');
+  const std::string folder = slash == std::string::npos ? "." : path.substr(0, slash);
+  const std::string partial = folder + "/.domino-dump-in-progress-" + std::to_string(global_rank);
+  make_parents(path);
+  const std::string bytes = dump();
+  {
+    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out) {
+      log_line(LogLevel::kWarn, static_cast<int>(global_rank),
+               "Flight Recorder: could not write " + partial + ": " + std::strerror(errno) +
+                   " (set TORCH_FR_DUMP_TEMP_FILE to a writable path prefix)");
+      return std::nullopt;
+    }
+  }
+  if (std::rename(partial.c_str(), path.c_str()) != 0) {
+    log_line(LogLevel::kWarn, static_cast<int>(global_rank),
+             "Flight Recorder: could not write " + path + ": " + std::strerror(errno));
+    return std::nullopt;
+  }
+  log_line(LogLevel::kWarn, static_cast<int>(global_rank),
+           "Flight Recorder: dumped " + std::to_string(bytes.size()) + " bytes to " + path +
+               " (python -m torch.distributed.flight_recorder.fr_trace -p " +
+               dump_prefix_.substr(slash == std::string::npos ? 0 : slash + 1) + " " + folder +
+               ")");
+  return path;
+}
+
+namespace {
+// The job's own store: requests go under no group's prefix, so every rank's watcher sees them.
+c10::intrusive_ptr<c10d::Store> job_store(c10::intrusive_ptr<c10d::Store> store) {
+  while (auto* prefixed = dynamic_cast<c10d::PrefixStore*>(store.get())) {
+    store = prefixed->getUnderlyingStore();
+  }
+  return store;
+}
+}  // namespace
+
+void FlightRecorder::on_failure(const c10::intrusive_ptr<c10d::Store>& store, int64_t global_rank,
+                                const std::string& what) {
+  if (capacity_ == 0) return;
+  const int64_t now_ms = now_ns() / 1000000;
+  int64_t last = last_dump_ms_.load();
+  // A failure fails every op queued behind it: one dump for all of them.
+  if (now_ms - last < 1000 || !last_dump_ms_.compare_exchange_strong(last, now_ms)) return;
+  try {
+    const std::string request = "rank " + std::to_string(global_rank) + " at " +
+                                std::to_string(now_ms) + ": " + what.substr(0, 200);
+    {
+      std::lock_guard<std::mutex> lock(watch_mutex_);
+      last_request_ = request;  // our own: the watcher need not dump again for it
+    }
+    job_store(store)->set(kDumpKey, std::vector<uint8_t>(request.begin(), request.end()));
+  } catch (const std::exception&) {
+    // The store may be what failed; this rank still dumps its own.
+  }
+  dump_to_file(global_rank);
+}
+
+void FlightRecorder::watch(const c10::intrusive_ptr<c10d::Store>& store, int64_t global_rank) {
+  if (capacity_ == 0) return;
+  std::lock_guard<std::mutex> lock(watch_mutex_);
+  if (watching_) return;
+  watched_ = job_store(store);
+  watched_rank_ = global_rank;
+  try {
+    // A request left in the store by an earlier incarnation of the job is not ours.
+    if (watched_->check({kDumpKey})) {
+      const auto value = watched_->get(kDumpKey);
+      last_request_.assign(value.begin(), value.end());
+    }
+  } catch (const std::exception&) {
+  }
+  watching_ = true;
+  std::thread([this] { watch_loop(); }).detach();
+}
+
+void FlightRecorder::watch_loop() {
+  c10::setThreadName("domino-fr-watch");
+  for (;;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    c10::intrusive_ptr<c10d::Store> store;
+    int64_t rank = -1;
+    {
+      std::lock_guard<std::mutex> lock(watch_mutex_);
+      store = watched_;
+      rank = watched_rank_;
+    }
+    std::string request;
+    try {
+      if (!store->check({kDumpKey})) continue;
+      const auto value = store->get(kDumpKey);
+      request.assign(value.begin(), value.end());
+    } catch (const std::exception&) {
+      return;  // the job's store is gone: the job is ending
+    }
+    {
+      std::lock_guard<std::mutex> lock(watch_mutex_);
+      if (request == last_request_) continue;
+      last_request_ = request;
+    }
+    log_line(LogLevel::kWarn, static_cast<int>(rank),
+             "Flight Recorder: another rank asked for a dump (" + request + ")");
+    last_dump_ms_.store(now_ns() / 1000000);
+    dump_to_file(rank);
+  }
+}
+
+}  // namespace domino

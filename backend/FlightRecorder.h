@@ -1,0 +1,95 @@
+// c10d's Flight Recorder for domino: every op of every domino group of this process, with its
+// group, sequence numbers, sizes, dtypes and state as its lane really runs it, in a ring buffer
+// that dumps in the form torch.distributed.flight_recorder's fr_trace reads (torch's own
+// FlightRecorder<EventType> cannot be shared: libtorch exports none of it).
+//
+// Recording is on when TORCH_FR_BUFFER_SIZE (or its old name TORCH_NCCL_TRACE_BUFFER_SIZE) is
+// set above 0, and then costs one uncontended lock and a few stores per op; unset or 0, one
+// branch. A failed op dumps this process's buffer to TORCH_FR_DUMP_TEMP_FILE (or
+// TORCH_NCCL_DEBUG_INFO_TEMP_FILE) + global rank and asks every other rank, through the job's
+// store, to dump its own, so fr_trace sees every rank, the one that never came included.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace domino {
+
+class FlightRecorder {
+ public:
+  // The process's recorder, configured from the environment on first use.
+  static FlightRecorder& get();
+  bool enabled() const { return capacity_ > 0; }
+
+  // A group as the dump names it: c10d's group name and description, its global ranks.
+  size_t add_group(const std::string& name, const std::string& desc,
+                   const std::vector<int64_t>& global_ranks);
+
+  struct Op {
+    size_t group;
+    uint64_t collective_seq;
+    uint64_t p2p_seq;
+    uint64_t op_id;
+    const char* name;  // fr_trace's op name ("all_reduce", "_all_gather_base", "send", ...)
+    int self = -1;     // send / recv: this rank and the peer, group ranks
+    int peer = -1;
+    bool p2p = false;
+    std::chrono::milliseconds timeout{0};
+  };
+  // Records an op scheduled now with its inputs' and outputs' shapes (all-gather outputs and
+  // reduce-scatter inputs flattened to [group size, n], as fr_trace checks them); returns its
+  // id, 0 when disabled.
+  uint64_t record(const Op& op, const std::vector<at::Tensor>& inputs,
+                  const std::vector<at::Tensor>& outputs);
+  void started(uint64_t id);
+  void completed(uint64_t id);
+  // Ended without completing (failed, aborted): stays "started" (or "scheduled") in the dump.
+  void retired(uint64_t id);
+
+  // This process's buffer as fr_trace reads it (a pickle); only_active leaves out completed ops.
+  std::string dump(bool only_active = false);
+  // Writes dump() to the dump prefix + global_rank; returns the path, or nullopt when disabled
+  // (and warns when it cannot write).
+  std::optional<std::string> dump_to_file(int64_t global_rank);
+
+  // A failed op: dumps this process's buffer (at most once a second) and asks every rank of
+  // the job to dump theirs, through store (the job's store under the group's prefix).
+  void on_failure(const c10::intrusive_ptr<c10d::Store>& store, int64_t global_rank,
+                  const std::string& what);
+  // Watches store for other ranks' dump requests (one thread per process, while enabled).
+  void watch(const c10::intrusive_ptr<c10d::Store>& store, int64_t global_rank);
+
+ private:
+  FlightRecorder();
+  struct Slot;
+  struct Group;
+  void watch_loop();
+
+  size_t capacity_ = 0;
+  std::mutex mutex_;
+  std::vector<Slot> slots_;
+  std::vector<Group> groups_;
+  uint64_t next_id_ = 1;
+  std::string dump_prefix_;
+  std::atomic<int64_t> last_dump_ms_{0};
+  // Dump requests: the store every group shares, the last request seen, the watching thread.
+  std::mutex watch_mutex_;
+  c10::intrusive_ptr<c10d::Store> watched_;
+  int64_t watched_rank_ = -1;
+  std::string last_request_;
+  bool watching_ = false;
+};
+
+// fr_trace's name for a domino op ("all_reduce" -> "all_reduce", "all_gather_into_tensor" ->
+// "_all_gather_base", ...), for the ops its analyzer knows in every torch release we build for.
+const char* flight_recorder_op_name(const char* domino_op);
+
+}  // namespace domino
