@@ -5,6 +5,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "plugins/common/SpinPolicy.h"
+
 namespace domino {
 
 ProgressLane::ProgressLane(int nice, std::vector<int> cpus)
@@ -55,7 +57,11 @@ bool ProgressLane::run_now(uint64_t ticket) {
     jobs_.pop_front();
     running_ = true;
   }
-  job();
+  {
+    // The caller's own thread runs its op and has nothing else to do until it ends.
+    SpinMayYield caller_waits;
+    job();
+  }
   finish_one();
   return true;
 }

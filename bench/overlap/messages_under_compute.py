@@ -99,6 +99,7 @@ def main() -> None:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".md").write_text(text)
+    out.with_suffix(".json").write_text(json.dumps(result))
     print(text)
 
 

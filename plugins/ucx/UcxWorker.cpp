@@ -8,8 +8,10 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <thread>
 
 #include "plugins/common/Directory.h"
+#include "plugins/common/SpinPolicy.h"
 #include "plugins/common/TransportError.h"
 
 namespace domino::ucx {
@@ -338,13 +340,15 @@ std::vector<size_t> UcxWorker::wait(std::vector<Transfer>& transfers,
                                     const std::atomic<bool>* stop, Transfer* notice) {
   // Spin briefly (a small message's round trip takes tens of microseconds), then sleep until the
   // network or another thread has news, so that ranks sharing few cores leave them to whoever
-  // has work. The spin does not yield: on a core shared with a computing thread, yield() hands
-  // that thread a whole time slice, and whatever lands meanwhile waits for it (16 all-reduces of
-  // 256 KiB issued under compute took 5.7 ms longer than 8 of 512 KiB that way, 0.6 ms without:
-  // bench/overlap/messages_under_compute.py). A failed transfer ends the wait at once: its partners
-  // would otherwise sit out the timeout.
+  // has work. The spin yields the core each round only where that hands it to a peer rank, not
+  // to this process's own compute (SpinPolicy.h): a caller running its blocking op spins 64
+  // yielding rounds, a lane thread 50 us without yielding. A failed transfer ends the wait at
+  // once: its partners would otherwise sit out the timeout.
+  const bool yielding = spin_may_yield();
+  constexpr int kYieldingRounds = 64;
   constexpr auto kSpin = std::chrono::microseconds(50);
   const auto spin_end = std::chrono::steady_clock::now() + kSpin;
+  int round = 0;
   bool spinning = true;
   int naps = 0;  // without wake-ups: short sleeps first, longer ones once a wait drags on
   // Bounds each sleep in case an event reaches no descriptor (and for the deadline).
@@ -356,7 +360,8 @@ std::vector<size_t> UcxWorker::wait(std::vector<Transfer>& transfers,
   };
   bool failed = false;
   for (;;) {
-    spinning = spinning && std::chrono::steady_clock::now() < spin_end;
+    spinning = spinning &&
+               (yielding ? round++ < kYieldingRounds : std::chrono::steady_clock::now() < spin_end);
     const int wake_fd = spinning ? -1 : thread_wake_fd();
     bool armed = false, events_pending = false;
     int sleep_on = -1;
@@ -380,7 +385,10 @@ std::vector<size_t> UcxWorker::wait(std::vector<Transfer>& transfers,
       }
     }
     if (failed) break;
-    if (spinning) continue;
+    if (spinning) {
+      if (yielding) std::this_thread::yield();
+      continue;
+    }
     const auto now = std::chrono::steady_clock::now();
     if (now >= deadline || (stop != nullptr && stop->load())) {
       if (armed) stop_sleeping(wake_fd);
