@@ -20,10 +20,13 @@ ParallelMLPImpl::ParallelMLPImpl(const TransformerConfig& config, TensorParallel
     segments.push_back(ffn);  // gate rows, then up rows
     names = {"gate", "up"};
   }
-  fc1 = register_module("fc1", ColumnParallelLinear(config.hidden_size, segments, config.bias,
-                                                    group_, init, std::move(names)));
-  fc2 = register_module("fc2", RowParallelLinear(ffn, config.hidden_size, config.bias, group_, init,
-                                                 1.0 / std::sqrt(2.0 * config.num_layers)));
+  const bool sequence_parallel = config.sequence_parallel && group_->size() > 1;
+  fc1 =
+      register_module("fc1", ColumnParallelLinear(config.hidden_size, segments, config.bias, group_,
+                                                  init, std::move(names), sequence_parallel));
+  fc2 = register_module(
+      "fc2", RowParallelLinear(ffn, config.hidden_size, config.bias, group_, init,
+                               1.0 / std::sqrt(2.0 * config.num_layers), sequence_parallel));
 }
 
 ParallelMLPImpl::ParallelMLPImpl(const TransformerConfig& config, TensorParallelGroupPtr group)

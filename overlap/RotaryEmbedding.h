@@ -13,6 +13,9 @@ class RotaryEmbedding {
  public:
   RotaryEmbedding(int64_t head_dim, double base) : head_dim_(head_dim), base_(base) {}
   at::Tensor apply(const at::Tensor& x);
+  // With angles someone else computed, [s, 1, 1, r] (Megatron-Core's rotary_pos_emb, r <= the
+  // head dimension): the first r dimensions of each head are rotated, the rest pass through.
+  static at::Tensor apply_angles(const at::Tensor& x, const at::Tensor& angles);
 
  private:
   int64_t head_dim_;

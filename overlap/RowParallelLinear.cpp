@@ -5,6 +5,8 @@
 
 #include <stdexcept>
 
+#include "SequenceParallel.h"
+
 namespace domino::overlap {
 
 namespace {
@@ -69,15 +71,81 @@ struct ChunkedProductFunction : public torch::autograd::Function<ChunkedProductF
     return {grad_input, grad_weight, at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
+
+// Sequence parallelism: input W^T in `chunks` column chunks, each reduce-scattered along the
+// sequence as soon as it exists. Backward gathers the chunks' gradients along the sequence (all
+// started at once) and takes each chunk's GEMMs as it lands.
+struct ScatteredProductFunction : public torch::autograd::Function<ScatteredProductFunction> {
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& input,
+                               const at::Tensor& weight, int64_t chunks,
+                               const TensorParallelGroupPtr& group,
+                               const c10::intrusive_ptr<StartedReductions>& started) {
+    ctx->save_for_backward({input, weight});
+    ctx->saved_data["group"] = c10::IValue::make_capsule(group);
+    const int64_t width = weight.size(0) / chunks;
+    std::vector<at::Tensor> outputs;
+    for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+      auto partial = at::matmul(input, weight.narrow(0, chunk * width, width).t()).contiguous();
+      auto shape = partial.sizes().vec();
+      shape[0] /= group->size();
+      auto rows = at::empty(shape, partial.options());
+      // The group's work keeps `partial` alive until it is read (c10d's contract).
+      started->works.push_back(group->reduce_scatter_async(rows, partial));
+      outputs.push_back(std::move(rows));
+    }
+    return outputs;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto& input = saved[0];
+    const auto& weight = saved[1];
+    auto group = c10::static_intrusive_pointer_cast<TensorParallelGroup>(
+        ctx->saved_data["group"].toCapsule());
+    const int64_t width = weight.size(0) / static_cast<int64_t>(grads.size());
+    c10::ScalarType dtype = input.scalar_type();
+    for (const auto& grad : grads) {
+      if (grad.defined()) dtype = grad.scalar_type();
+    }
+    std::vector<SequenceGather> gathered;
+    for (const auto& grad : grads) {
+      auto shape = input.sizes().vec();
+      shape[0] /= group->size();
+      shape.back() = width;
+      gathered.push_back(start_sequence_gather(
+          grad.defined() ? grad : at::zeros(shape, input.options().dtype(dtype)), *group, 1));
+    }
+    const auto w = weight.to(dtype);
+    const auto x = input.to(dtype);
+    at::Tensor grad_input;
+    at::Tensor grad_weight =
+        ctx->needs_input_grad(1) ? at::empty(weight.sizes(), w.options()) : at::Tensor();
+    for (size_t k = 0; k < gathered.size(); ++k) {
+      const auto& grad = gathered[k].chunk(0);
+      const auto rows = static_cast<int64_t>(k) * width;
+      if (ctx->needs_input_grad(0)) {
+        auto part = at::matmul(grad, w.narrow(0, rows, width));
+        grad_input = grad_input.defined() ? grad_input.add_(part) : part;
+      }
+      if (grad_weight.defined()) {
+        grad_weight.narrow(0, rows, width)
+            .copy_(at::matmul(grad.reshape({-1, width}).t(), x.reshape({-1, x.size(-1)})));
+      }
+    }
+    return {grad_input, grad_weight, at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
 }  // namespace
 
 RowParallelLinearImpl::RowParallelLinearImpl(int64_t in_features, int64_t out_features, bool bias,
                                              TensorParallelGroupPtr group, WeightInit& init,
-                                             double init_scale)
-    : ShardedModule(std::move(group)) {
+                                             double init_scale, bool sequence_parallel)
+    : ShardedModule(std::move(group)), sequence_parallel_(sequence_parallel) {
   weight = register_sharded("weight", init.normal({out_features, in_features}, init_scale),
                             ShardLayout{1, {in_features}});
   if (bias) this->bias = register_sharded("bias", init.constant({out_features}, 0.0), {});
+  // Added to this rank's rows only: its gradient is a partial sum.
+  if (sequence_parallel_) sum_gradients_over_group({this->bias}, group_);
 }
 
 PendingSum RowParallelLinearImpl::issue(const at::Tensor& local_input, int64_t column_chunks,
@@ -93,6 +161,12 @@ PendingSum RowParallelLinearImpl::issue(const at::Tensor& local_input, int64_t c
     throw std::invalid_argument(
         "RowParallelLinear: column_chunks=" + std::to_string(column_chunks) +
         " does not divide out_features=" + std::to_string(out_features()));
+  }
+  if (sequence_parallel_) {
+    auto started = c10::make_intrusive<StartedReductions>();
+    auto chunks =
+        ScatteredProductFunction::apply(local_input, weight, column_chunks, group_, started);
+    return PendingSum(std::move(chunks), std::move(started->works), bias);
   }
   if (column_chunks > 1 && !backward_per_chunk) {
     auto started = c10::make_intrusive<StartedReductions>();

@@ -15,8 +15,12 @@ namespace domino::overlap {
 class RowParallelLinearImpl : public ShardedModule {
  public:
   // `init_scale` scales the weights' standard deviation (output projections use 1/sqrt(2L)).
+  // sequence_parallel: the partial sums are reduce-scattered along the sequence instead of
+  // all-reduced, so the output (and each chunk) holds this rank's rows, [s/tp, b, out]; the
+  // bias is added to those rows.
   RowParallelLinearImpl(int64_t in_features, int64_t out_features, bool bias,
-                        TensorParallelGroupPtr group, WeightInit& init, double init_scale = 1.0);
+                        TensorParallelGroupPtr group, WeightInit& init, double init_scale = 1.0,
+                        bool sequence_parallel = false);
 
   // Starts the reduction; `column_chunks` must divide out_features. Backward takes the chunks
   // one by one where `backward_per_chunk` (each chunk's GEMMs run as soon as its output
@@ -30,8 +34,13 @@ class RowParallelLinearImpl : public ShardedModule {
   int64_t out_features() const { return weight.size(0); }
   int64_t local_in_features() const { return weight.size(1); }
 
+  bool sequence_parallel() const { return sequence_parallel_; }
+
   at::Tensor weight;
   at::Tensor bias;
+
+ private:
+  bool sequence_parallel_ = false;
 };
 TORCH_MODULE(RowParallelLinear);
 

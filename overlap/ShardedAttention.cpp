@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "HiddenStates.h"
+#include "SequenceParallel.h"
 
 namespace domino::overlap {
 
@@ -18,13 +19,20 @@ ShardedAttentionImpl::ShardedAttentionImpl(const TransformerConfig& config,
   local_groups_ = config_.query_groups() / group_->size();
   const int64_t q_rows = config_.num_attention_heads * head_dim;
   const int64_t kv_rows = config_.query_groups() * head_dim;
-  qkv = register_module("qkv", ColumnParallelLinear(config_.hidden_size,
-                                                    std::vector<int64_t>{q_rows, kv_rows, kv_rows},
-                                                    config_.has_qkv_bias(), group_, init,
-                                                    std::vector<std::string>{"q", "k", "v"}));
-  proj =
-      register_module("proj", RowParallelLinear(q_rows, config_.hidden_size, config_.bias, group_,
-                                                init, 1.0 / std::sqrt(2.0 * config_.num_layers)));
+  const bool sequence_parallel = config_.sequence_parallel && group_->size() > 1;
+  // Megatron-Core's layout is one block whose rank slices are whole query groups.
+  const bool grouped = config_.qkv_layout == QkvLayout::kGroups;
+  qkv = register_module(
+      "qkv", ColumnParallelLinear(
+                 config_.hidden_size,
+                 grouped ? std::vector<int64_t>{q_rows + 2 * kv_rows}
+                         : std::vector<int64_t>{q_rows, kv_rows, kv_rows},
+                 config_.has_qkv_bias(), group_, init,
+                 grouped ? std::vector<std::string>{} : std::vector<std::string>{"q", "k", "v"},
+                 sequence_parallel));
+  proj = register_module(
+      "proj", RowParallelLinear(q_rows, config_.hidden_size, config_.bias, group_, init,
+                                1.0 / std::sqrt(2.0 * config_.num_layers), sequence_parallel));
   if (config_.rotary) rotary_ = std::make_unique<RotaryEmbedding>(head_dim, config_.rotary_base);
 }
 
@@ -37,21 +45,37 @@ ShardedAttentionImpl::ShardedAttentionImpl(const TransformerConfig& config,
 
 at::Tensor ShardedAttentionImpl::context(const at::Tensor& hidden, BatchDropout& dropout,
                                          int64_t batch_offset, const std::string& dropout_site,
-                                         bool defer_input_gradient) {
-  return attend(qkv->forward(hidden, defer_input_gradient), dropout, batch_offset, dropout_site);
+                                         bool defer_input_gradient,
+                                         const at::Tensor& rotary_angles) {
+  return attend(qkv->forward(hidden, defer_input_gradient), dropout, batch_offset, dropout_site,
+                rotary_angles);
 }
 
 at::Tensor ShardedAttentionImpl::attend(const at::Tensor& fused, BatchDropout& dropout,
-                                        int64_t batch_offset, const std::string& dropout_site) {
+                                        int64_t batch_offset, const std::string& dropout_site,
+                                        const at::Tensor& rotary_angles) {
   const int64_t seq = fused.size(0);
   const int64_t batch = fused.size(1);
   const int64_t head_dim = config_.head_dim();
-  auto q = fused.narrow(-1, 0, local_heads_ * head_dim).view({seq, batch, local_heads_, head_dim});
-  auto k = fused.narrow(-1, local_heads_ * head_dim, local_groups_ * head_dim)
-               .view({seq, batch, local_groups_, head_dim});
-  auto v = fused.narrow(-1, (local_heads_ + local_groups_) * head_dim, local_groups_ * head_dim)
-               .view({seq, batch, local_groups_, head_dim});
-  if (rotary_) {
+  at::Tensor q, k, v;
+  if (config_.qkv_layout == QkvLayout::kGroups) {
+    // Per query group: its query heads, its key, its value.
+    const int64_t per_group = local_heads_ / local_groups_;
+    const auto grouped = fused.view({seq, batch, local_groups_, (per_group + 2) * head_dim});
+    q = grouped.narrow(-1, 0, per_group * head_dim).reshape({seq, batch, local_heads_, head_dim});
+    k = grouped.narrow(-1, per_group * head_dim, head_dim);
+    v = grouped.narrow(-1, (per_group + 1) * head_dim, head_dim);
+  } else {
+    q = fused.narrow(-1, 0, local_heads_ * head_dim).view({seq, batch, local_heads_, head_dim});
+    k = fused.narrow(-1, local_heads_ * head_dim, local_groups_ * head_dim)
+            .view({seq, batch, local_groups_, head_dim});
+    v = fused.narrow(-1, (local_heads_ + local_groups_) * head_dim, local_groups_ * head_dim)
+            .view({seq, batch, local_groups_, head_dim});
+  }
+  if (rotary_angles.defined()) {
+    q = RotaryEmbedding::apply_angles(q, rotary_angles);
+    k = RotaryEmbedding::apply_angles(k, rotary_angles);
+  } else if (rotary_) {
     q = rotary_->apply(q);
     k = rotary_->apply(k);
   }

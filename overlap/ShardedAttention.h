@@ -27,12 +27,16 @@ class ShardedAttentionImpl : public ShardedModule {
   // vectors [s, b, local_heads * head_dim], before the output projection.
   // `dropout_site` names the probabilities' mask within the pass (unique per layer);
   // defer_input_gradient as in ColumnParallelLinear::forward.
+  // rotary_angles: Megatron-Core's rotary_pos_emb ([s, 1, 1, r]) to rotate q and k by, in place
+  // of the config's own rotary embeddings. Under sequence parallelism hidden is this rank's
+  // rows and the context covers the whole sequence.
   at::Tensor context(const at::Tensor& hidden, BatchDropout& dropout, int64_t batch_offset,
                      const std::string& dropout_site = "attention.probs",
-                     bool defer_input_gradient = false);
+                     bool defer_input_gradient = false, const at::Tensor& rotary_angles = {});
   // The same from the qkv projection's output [s, b, (local q, k, v columns)].
   at::Tensor attend(const at::Tensor& fused, BatchDropout& dropout, int64_t batch_offset,
-                    const std::string& dropout_site = "attention.probs");
+                    const std::string& dropout_site = "attention.probs",
+                    const at::Tensor& rotary_angles = {});
   // Output projection, reduction started: column_chunks as in RowParallelLinear::issue.
   PendingSum project(const at::Tensor& context, int64_t column_chunks,
                      bool backward_per_chunk = false);

@@ -1,6 +1,7 @@
 #include "TensorParallelGroup.h"
 
 #include <domino/PriorityGuard.h>
+#include <torch/version.h>
 
 #include <exception>
 
@@ -45,6 +46,43 @@ c10::intrusive_ptr<c10d::Work> TensorParallelGroup::all_reduce_async(at::Tensor&
   c10d::AllreduceOptions options;
   options.reduceOp = c10d::ReduceOp::SUM;
   return group_ ? group_->allreduce(tensors, options) : backend_->allreduce(tensors, options);
+}
+
+c10::intrusive_ptr<c10d::Work> TensorParallelGroup::all_gather_async(
+    at::Tensor& output, const at::Tensor& input) const {
+  if (size_ == 1 || drop_communication_) {
+    output.narrow(0, rank_ * input.size(0), input.size(0)).copy_(input);
+    return {};
+  }
+  PriorityGuard lane(Priority::kHigh);
+  at::Tensor out = output.detach(), in = input.detach();
+  c10d::AllgatherOptions options;
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 14)
+  return group_ ? group_->all_gather_single(out, in, options)
+                : backend_->all_gather_single(out, in, options);
+#else
+  return group_ ? group_->_allgather_base(out, in, options)
+                : backend_->_allgather_base(out, in, options);
+#endif
+}
+
+c10::intrusive_ptr<c10d::Work> TensorParallelGroup::reduce_scatter_async(
+    at::Tensor& output, const at::Tensor& input) const {
+  if (size_ == 1 || drop_communication_) {
+    output.copy_(input.narrow(0, rank_ * output.size(0), output.size(0)));
+    return {};
+  }
+  PriorityGuard lane(Priority::kHigh);
+  at::Tensor out = output.detach(), in = input.detach();
+  c10d::ReduceScatterOptions options;
+  options.reduceOp = c10d::ReduceOp::SUM;
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 14)
+  return group_ ? group_->reduce_scatter_single(out, in, options)
+                : backend_->reduce_scatter_single(out, in, options);
+#else
+  return group_ ? group_->_reduce_scatter_base(out, in, options)
+                : backend_->_reduce_scatter_base(out, in, options);
+#endif
 }
 
 void wait_for(const c10::intrusive_ptr<c10d::Work>& work) {

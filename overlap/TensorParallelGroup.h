@@ -31,6 +31,15 @@ class TensorParallelGroup : public torch::CustomClassHolder {
   // caller waits on the handle before reading `tensor`.
   c10::intrusive_ptr<c10d::Work> all_reduce_async(at::Tensor& tensor) const;
 
+  // Sequence parallelism's collectives, started on the high lane like all_reduce_async:
+  // all-gathers input ([n, ...], contiguous) from every rank into output ([size n, ...]) in rank
+  // order; reduce-scatters input ([size n, ...]): output ([n, ...]) gets the sum of this rank's
+  // rows. Benchmark mode (communication dropped) copies this rank's part only.
+  c10::intrusive_ptr<c10d::Work> all_gather_async(at::Tensor& output,
+                                                  const at::Tensor& input) const;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_async(at::Tensor& output,
+                                                      const at::Tensor& input) const;
+
   // Whether the group reduces host tensors too (domino, gloo, a cpu:...,cuda:... group; not a
   // NCCL-only one), so small agreements need not touch the device.
   bool reduces_host_memory() const;

@@ -82,10 +82,17 @@ DropMask BatchDropout::mask(const std::string& site, const at::Tensor& like, dou
   if (found == masks_.end()) {
     auto shape = like.sizes().vec();
     shape[batch_dim] = full_batch_;
+    const bool sequence_slice = stream == DropoutStream::kReplicated && shard_count_ > 1;
+    if (sequence_slice) shape[0] *= shard_count_;
     // Bool, not the activation dtype: the mask is saved for backward, and a byte per element
     // is a quarter of fp32's.
     auto dropped = at::empty(shape, like.options().dtype(at::kBool));
     dropped.bernoulli_(p, rng_->site_generator(stream, pass_seed_, site, like.device()));
+    if (sequence_slice) {
+      // A copy of this rank's rows, so the whole sequence's mask is not kept for backward.
+      const int64_t rows = like.size(0);
+      dropped = dropped.narrow(0, shard_index_ * rows, rows).clone();
+    }
     found = masks_.emplace(site, std::move(dropped)).first;
   }
   return {found->second.narrow(batch_dim, offset, like.size(batch_dim)), 1.0 / (1.0 - p)};

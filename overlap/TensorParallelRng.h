@@ -68,6 +68,13 @@ class BatchDropout {
   // lie along batch_dim.
   at::Tensor apply(const std::string& site, const at::Tensor& x, double p, int64_t batch_dim,
                    int64_t offset, DropoutStream stream);
+  // Sequence parallelism: activations hold this rank's run `index` of `count` equal runs of the
+  // sequence (dim 0). A replicated mask is drawn for the whole sequence and this rank keeps its
+  // rows, so the same elements drop as without sequence parallelism.
+  void set_sequence_shard(int64_t index, int64_t count) {
+    shard_index_ = index;
+    shard_count_ = count;
+  }
   // The mask apply() uses, for a micro-batch shaped like `like`.
   DropMask mask(const std::string& site, const at::Tensor& like, double p, int64_t batch_dim,
                 int64_t offset, DropoutStream stream);
@@ -77,6 +84,8 @@ class BatchDropout {
   int64_t full_batch_;
   std::shared_ptr<const TensorParallelRng> rng_;
   uint64_t pass_seed_ = 0;
+  int64_t shard_index_ = 0;
+  int64_t shard_count_ = 1;
   std::map<std::string, at::Tensor> masks_;
 };
 

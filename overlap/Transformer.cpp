@@ -1,5 +1,7 @@
 #include "Transformer.h"
 
+#include "SequenceParallel.h"
+
 namespace domino::overlap {
 
 TransformerImpl::TransformerImpl(const TransformerConfig& config, TensorParallelGroupPtr group)
@@ -13,6 +15,9 @@ TransformerImpl::TransformerImpl(const TransformerConfig& config, TensorParallel
   }
   final_norm = register_module("final_norm", Norm(config_.hidden_size, config_.normalization,
                                                   config_.norm_epsilon, group_, init));
+  if (config_.sequence_parallel) {
+    sum_gradients_over_group({final_norm->weight, final_norm->bias}, group_);
+  }
 }
 
 at::Tensor TransformerImpl::forward(const at::Tensor& hidden) {
@@ -20,6 +25,7 @@ at::Tensor TransformerImpl::forward(const at::Tensor& hidden) {
   check_hidden(hidden, config_, *group_, "DominoTransformer");
   BatchDropout dropout = begin_dropout(is_training(), config_.hidden_dropout,
                                        config_.attention_dropout, hidden, rng_, *group_);
+  shard_dropout(dropout, config_, *group_);
   auto micro_batches = split_batch(hidden, config_.batch_slices());
   for (const auto& layer : *layers) {
     micro_batches =
@@ -45,6 +51,7 @@ at::Tensor TransformerImpl::forward_layer(int64_t index, const at::Tensor& hidde
       is_training() && (config_.hidden_dropout > 0.0 || config_.attention_dropout > 0.0)
           ? BatchDropout(hidden.size(1), rng_, dropout_seed)
           : BatchDropout(false, hidden.size(1));
+  shard_dropout(dropout, config_, *group_);
   auto outputs =
       layers[static_cast<size_t>(index)]->as<TransformerLayerImpl>()->forward_micro_batches(
           split_batch(hidden, config_.batch_slices()), dropout);

@@ -1,9 +1,13 @@
 #include "TransformerLayer.h"
 
 #include "PartwiseNormLinear.h"
+#include "SequenceParallel.h"
 
 #include <ATen/Functions.h>
 
+#include <algorithm>
+#include <functional>
+#include <optional>
 #include <stdexcept>
 
 namespace domino::overlap {
@@ -20,6 +24,11 @@ TransformerLayerImpl::TransformerLayerImpl(const TransformerConfig& config, int6
       "post_attention_norm",
       Norm(config_.hidden_size, config_.normalization, config_.norm_epsilon, group_, init));
   mlp = register_module("mlp", ParallelMLP(config_, group_, init));
+  if (config_.sequence_parallel) {
+    sum_gradients_over_group({input_norm->weight, input_norm->bias, post_attention_norm->weight,
+                              post_attention_norm->bias},
+                             group_);
+  }
 }
 
 TransformerLayerImpl::TransformerLayerImpl(const TransformerConfig& config,
@@ -29,8 +38,11 @@ TransformerLayerImpl::TransformerLayerImpl(const TransformerConfig& config,
                                                          parse_params_dtype(config.params_dtype)),
                            std::make_shared<TensorParallelRng>(config.seed, group->rank())) {}
 
-std::vector<MicroBatch> TransformerLayerImpl::forward_micro_batches(std::vector<MicroBatch> inputs,
-                                                                    BatchDropout& dropout) {
+std::vector<MicroBatch> TransformerLayerImpl::forward_micro_batches(
+    std::vector<MicroBatch> inputs, BatchDropout& dropout, const at::Tensor& rotary_angles) {
+  if (config_.sequence_parallel && group_->size() > 1) {
+    return forward_sequence_parallel(std::move(inputs), dropout, rotary_angles);
+  }
   const int64_t chunks = config_.column_slices();
   const std::string prefix = "layers." + std::to_string(layer_number_) + ".";
   // With several micro-batches, backward hides each input-gradient reduction behind the other
@@ -63,11 +75,13 @@ std::vector<MicroBatch> TransformerLayerImpl::forward_micro_batches(std::vector<
     at::Tensor context;
     if (partwise) {
       input.cut_columns(chunks);
-      context = attention->attend(partwise_norm_linear(input, *input_norm, *attention->qkv),
-                                  dropout, input.batch_offset(), prefix + "attention.probs");
+      context =
+          attention->attend(partwise_norm_linear(input, *input_norm, *attention->qkv), dropout,
+                            input.batch_offset(), prefix + "attention.probs", rotary_angles);
     } else {
-      context = attention->context(input_norm->forward(input.resolve()), dropout,
-                                   input.batch_offset(), prefix + "attention.probs", defer);
+      context =
+          attention->context(input_norm->forward(input.resolve()), dropout, input.batch_offset(),
+                             prefix + "attention.probs", defer, rotary_angles);
     }
     attended.push_back(
         residual_after(input, attention->project(context, chunks, !defer), "attention.out"));
@@ -85,12 +99,65 @@ std::vector<MicroBatch> TransformerLayerImpl::forward_micro_batches(std::vector<
   return outputs;
 }
 
-at::Tensor TransformerLayerImpl::forward(const at::Tensor& hidden) {
+std::vector<MicroBatch> TransformerLayerImpl::forward_sequence_parallel(
+    std::vector<MicroBatch> inputs, BatchDropout& dropout, const at::Tensor& rotary_angles) {
+  const std::string prefix = "layers." + std::to_string(layer_number_) + ".";
+  const bool defer = inputs.size() > 1;
+  // One micro-batch: the gather is cut in column_chunks pieces, each GEMM chunk running while
+  // the next lands; the reduce-scatter is cut in as many column chunks.
+  const int64_t chunks = inputs.size() > 1 ? 1 : std::max<int64_t>(1, config_.column_slices());
+  auto residual_after = [&](MicroBatch& input, PendingSum delta, const std::string& site) {
+    MicroBatch next = MicroBatch::ready(input.resolve(), input.batch_offset());
+    const auto mask = config_.hidden_dropout > 0.0
+                          ? dropout.mask(prefix + site, input.like_whole(), config_.hidden_dropout,
+                                         1, input.batch_offset(), DropoutStream::kReplicated)
+                          : DropMask();
+    next.add(std::move(delta), mask);
+    return next;
+  };
+  // Each block gathers micro-batch i+1's rows while micro-batch i computes: the gather of the
+  // next is started before this one's GEMMs, its reduce-scatter runs under the next one's.
+  auto block = [&](std::vector<MicroBatch>& in, Norm& norm, ColumnParallelLinear& first,
+                   const char* site,
+                   const std::function<PendingSum(at::Tensor, MicroBatch&)>& rest) {
+    std::vector<MicroBatch> out;
+    auto gather = [&](MicroBatch& mb) {
+      return first->start_gather(norm->forward(mb.resolve()), chunks);
+    };
+    std::optional<SequenceGather> next = gather(in[0]);
+    for (size_t i = 0; i < in.size(); ++i) {
+      SequenceGather current = std::move(*next);
+      next.reset();
+      if (i + 1 < in.size()) next = gather(in[i + 1]);
+      auto delta = rest(first->forward_gathered(std::move(current), defer), in[i]);
+      out.push_back(residual_after(in[i], std::move(delta), site));
+    }
+    return out;
+  };
+  auto attended = block(
+      inputs, input_norm, attention->qkv, "attention.out", [&](at::Tensor fused, MicroBatch& mb) {
+        const auto context = attention->attend(fused, dropout, mb.batch_offset(),
+                                               prefix + "attention.probs", rotary_angles);
+        return attention->project(context, chunks, !defer);
+      });
+  auto outputs = block(
+      attended, post_attention_norm, mlp->fc1, "mlp.out",
+      [&](at::Tensor up, MicroBatch&) { return mlp->project(mlp->activate(up), chunks, !defer); });
+  if (config_.overlap_scope() == OverlapScope::kIntra) {
+    for (auto& output : outputs) output.settle();
+  }
+  return outputs;
+}
+
+at::Tensor TransformerLayerImpl::forward(const at::Tensor& hidden,
+                                         const at::Tensor& rotary_angles) {
   DeferredWaitScope pass;
   check_hidden(hidden, config_, *group_, "DominoTransformerLayer");
   BatchDropout dropout = begin_dropout(is_training(), config_.hidden_dropout,
                                        config_.attention_dropout, hidden, rng_, *group_);
-  auto outputs = forward_micro_batches(split_batch(hidden, config_.batch_slices()), dropout);
+  shard_dropout(dropout, config_, *group_);
+  auto outputs =
+      forward_micro_batches(split_batch(hidden, config_.batch_slices()), dropout, rotary_angles);
   return join_batch(outputs);
 }
 

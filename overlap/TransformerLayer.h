@@ -32,13 +32,15 @@ class TransformerLayerImpl : public ShardedModule {
   // Standalone: its own weights and dropout streams, from config.seed.
   TransformerLayerImpl(const TransformerConfig& config, TensorParallelGroupPtr group);
 
-  // [s, b, h] -> [s, b, h], every reduction finished.
-  at::Tensor forward(const at::Tensor& hidden);
+  // [s, b, h] -> [s, b, h] ([s/tp, b, h] under sequence parallelism), every reduction
+  // finished. rotary_angles: see ShardedAttention::context.
+  at::Tensor forward(const at::Tensor& hidden, const at::Tensor& rotary_angles = {});
 
   // The schedule over micro-batches; the result's reductions are finished for overlap=intra and
   // may be in flight for overlap=inter.
   std::vector<MicroBatch> forward_micro_batches(std::vector<MicroBatch> inputs,
-                                                BatchDropout& dropout);
+                                                BatchDropout& dropout,
+                                                const at::Tensor& rotary_angles = {});
 
   const TransformerConfig& config() const { return config_; }
 
@@ -48,6 +50,12 @@ class TransformerLayerImpl : public ShardedModule {
   ParallelMLP mlp{nullptr};
 
  private:
+  // forward_micro_batches under sequence parallelism: gathers and reduce-scatters instead of
+  // all-reduces, scheduled the same way.
+  std::vector<MicroBatch> forward_sequence_parallel(std::vector<MicroBatch> inputs,
+                                                    BatchDropout& dropout,
+                                                    const at::Tensor& rotary_angles);
+
   TransformerConfig config_;
   int64_t layer_number_;
   std::shared_ptr<TensorParallelRng> rng_;

@@ -272,26 +272,38 @@ void register_overlap(py::module_& m) {
            py::arg("hidden"), py::arg("dropout_seed"), py::call_guard<py::gil_scoped_release>())
       .def("forward_final_norm", &ov::TransformerImpl::forward_final_norm, py::arg("hidden"),
            py::call_guard<py::gil_scoped_release>());
-  bind_configured<ov::TransformerLayerImpl>(overlap, "DominoTransformerLayer");
+  bind_configured<ov::TransformerLayerImpl>(overlap, "DominoTransformerLayer")
+      .def(
+          "forward_rotated",
+          [](ov::TransformerLayerImpl& self, const at::Tensor& hidden, const at::Tensor& angles) {
+            return self.forward(hidden, angles);
+          },
+          py::arg("hidden"), py::arg("rotary_angles"), py::call_guard<py::gil_scoped_release>(),
+          "forward with rotary angles computed elsewhere ([s, 1, 1, r], Megatron-Core's "
+          "rotary_pos_emb) in place of the config's rotary embeddings");
   bind_configured<ov::ShardedAttentionImpl>(overlap, "ShardedAttention");
   bind_configured<ov::ParallelMLPImpl>(overlap, "ParallelMLP");
   bind_layer<ov::ColumnParallelLinearImpl>(overlap, "ColumnParallelLinear")
       .def(py::init([](int64_t in_features, std::vector<int64_t> segments, const py::object& g,
                        bool bias, uint64_t seed, double init_std, const std::string& dtype,
-                       std::vector<std::string> names) {
+                       std::vector<std::string> names, bool sequence_parallel) {
              ov::WeightInit init(seed, init_std, ov::parse_params_dtype(dtype));
              return std::make_shared<ov::ColumnParallelLinearImpl>(
-                 in_features, std::move(segments), bias, group_from(g), init, std::move(names));
+                 in_features, std::move(segments), bias, group_from(g), init, std::move(names),
+                 sequence_parallel);
            }),
            py::arg("in_features"), py::arg("out_segments"), py::arg("group"), py::arg("bias"),
-           py::arg("seed"), py::arg("init_std"), py::arg("dtype"), py::arg("segment_names"));
+           py::arg("seed"), py::arg("init_std"), py::arg("dtype"), py::arg("segment_names"),
+           py::arg("sequence_parallel") = false);
   bind_layer<ov::RowParallelLinearImpl>(overlap, "RowParallelLinear")
       .def(py::init([](int64_t in_features, int64_t out_features, const py::object& g, bool bias,
-                       uint64_t seed, double init_std, const std::string& dtype) {
+                       uint64_t seed, double init_std, const std::string& dtype,
+                       bool sequence_parallel) {
              ov::WeightInit init(seed, init_std, ov::parse_params_dtype(dtype));
-             return std::make_shared<ov::RowParallelLinearImpl>(in_features, out_features, bias,
-                                                                group_from(g), init);
+             return std::make_shared<ov::RowParallelLinearImpl>(
+                 in_features, out_features, bias, group_from(g), init, 1.0, sequence_parallel);
            }),
            py::arg("in_features"), py::arg("out_features"), py::arg("group"), py::arg("bias"),
-           py::arg("seed"), py::arg("init_std"), py::arg("dtype"));
+           py::arg("seed"), py::arg("init_std"), py::arg("dtype"),
+           py::arg("sequence_parallel") = false);
 }

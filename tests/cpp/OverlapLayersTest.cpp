@@ -106,8 +106,8 @@ std::string check_case(const TensorParallelGroupPtr& group, const TransformerCon
                           ? testing::random_state(config, config.num_layers, "layers.", true, 7)
                           : testing::random_state(config, 1, "", false, 7);
   at::manual_seed(3);
-  const auto x = at::randn({6, 5, config.hidden_size});
-  const auto probe = at::randn({6, 5, config.hidden_size});
+  const auto x = at::randn({8, 5, config.hidden_size});
+  const auto probe = at::randn({8, 5, config.hidden_size});
   State leaves;
   for (const auto& [name, tensor] : state) leaves[name] = tensor.clone().set_requires_grad(true);
   auto xr = x.clone().set_requires_grad(true);
@@ -115,26 +115,33 @@ std::string check_case(const TensorParallelGroupPtr& group, const TransformerCon
                               : testing::reference_layer(config, leaves, "", xr);
   (expected * probe).sum().backward();
 
-  auto xs = x.clone().set_requires_grad(true);
+  // Sequence parallelism: this rank holds its rows of the sequence, in and out.
+  auto mine = [&](const at::Tensor& t) {
+    if (!config.sequence_parallel) return t;
+    const int64_t rows = t.size(0) / group->size();
+    return t.narrow(0, group->rank() * rows, rows);
+  };
+  auto xs = mine(x).clone().set_requires_grad(true);
   std::string said;
   if (whole_stack) {
     Transformer model(config, group);
     load_unsharded(*model, state);
     auto out = model->forward(xs);
-    (out * probe).sum().backward();
-    said = compare(*model, out, expected, xs.grad(), xr.grad(), leaves);
+    (out * mine(probe)).sum().backward();
+    said = compare(*model, out, mine(expected), xs.grad(), mine(xr.grad()), leaves);
   } else {
     TransformerLayer model(config, group);
     load_unsharded(*model, state);
     auto out = model->forward(xs);
-    (out * probe).sum().backward();
-    said = compare(*model, out, expected, xs.grad(), xr.grad(), leaves);
+    (out * mine(probe)).sum().backward();
+    said = compare(*model, out, mine(expected), xs.grad(), mine(xr.grad()), leaves);
   }
   return said;
 }
 
 // Every case on one group; "" when all match, else each failing case and what is off.
-std::string run_rank(int rank, int world, const std::string& store_path, bool whole_stack) {
+std::string run_rank(int rank, int world, const std::string& store_path, bool whole_stack,
+                     bool sequence_parallel) {
   at::set_num_threads(1);
   auto store = c10::make_intrusive<c10d::FileStore>(store_path, world);
   auto options = ProcessGroupDomino::Options::create(std::chrono::seconds(30));
@@ -142,7 +149,8 @@ std::string run_rank(int rank, int world, const std::string& store_path, bool wh
   auto backend = c10::make_intrusive<ProcessGroupDomino>(store, rank, world, options);
   auto group = TensorParallelGroup::over_backend(backend);
   std::string said;
-  for (const auto& c : cases()) {
+  for (auto c : cases()) {
+    c.config.sequence_parallel = sequence_parallel;
     const auto off = check_case(group, c.config, whole_stack);
     if (!off.empty()) said += c.name + ": " + off + "\n";
   }
@@ -161,13 +169,13 @@ void remove_directory(const std::string& dir) {
   rmdir(dir.c_str());
 }
 
-void expect_ranks_match(int world, bool whole_stack) {
+void expect_ranks_match(int world, bool whole_stack, bool sequence_parallel = false) {
   const auto dir = std::filesystem::temp_directory_path() /
                    ("domino-overlap-" + std::to_string(getpid()) + "-" + std::to_string(world));
   std::filesystem::create_directories(dir);
   const std::string store = (dir / "store").string();
   auto outcomes = testing::fork_ranks(
-      world, [&](int rank) { return run_rank(rank, world, store, whole_stack); },
+      world, [&](int rank) { return run_rank(rank, world, store, whole_stack, sequence_parallel); },
       std::chrono::seconds(240));
   // POSIX, not std::filesystem::remove_all: torch 2.11's libtorch.so exports its own copy of it,
   // which the test binds to and which crashes on a directory with files in it.
@@ -194,6 +202,14 @@ TEST(OverlapLayers, StackMatchesReferenceAtTensorParallel2) {
 }
 TEST(OverlapLayers, StackMatchesReferenceAtTensorParallel4) {
   expect_ranks_match(4, true);
+}
+// The hidden state [s/tp, b, h] between blocks: gathered before the column-parallel GEMMs,
+// reduce-scattered after the row-parallel ones, every split.
+TEST(OverlapLayers, SequenceParallelLayerMatchesReferenceAtTensorParallel2) {
+  expect_ranks_match(2, false, true);
+}
+TEST(OverlapLayers, SequenceParallelStackMatchesReferenceAtTensorParallel4) {
+  expect_ranks_match(4, true, true);
 }
 
 // The norm fused into the GEMM over column parts, against layer_norm / rms_norm then linear,

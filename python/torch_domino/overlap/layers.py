@@ -27,6 +27,27 @@ def _group_or_world(group: Optional[dist.ProcessGroup]):
     return None  # one process, no group: tensor-parallel size 1
 
 
+def register_parameters(module: nn.Module, impl, rename=None, holder=None) -> None:
+    """Registers every parameter of the C++ module ``impl`` on ``module`` under its dotted name
+    (``rename`` maps a C++ name to another), making name-holder submodules (``holder(path)``,
+    path the holder's dotted name; default a bare nn.Module) for the dots, so optimizers update
+    the C++ tensors themselves."""
+    for name, tensor in impl.named_parameters():
+        owner = module
+        *path, leaf = (rename(name) if rename else name).split(".")
+        for depth, part in enumerate(path):
+            child = owner._modules.get(part)
+            if child is None:
+                child = holder(".".join(path[:depth + 1])) if holder else nn.Module()
+                child._domino_part_of = type(module).__name__  # a name holder
+                owner.add_module(part, child)
+            owner = child
+        # Marks the C++ tensor itself as a Parameter (nn.Parameter's documented flag), so
+        # updates by an optimizer reach the C++ module without a copy.
+        tensor._is_param = True
+        owner.register_parameter(leaf, tensor)
+
+
 class _CppModule(nn.Module):
     """An nn.Module whose parameters are those of a C++ Domino module, under the same names."""
 
@@ -35,20 +56,7 @@ class _CppModule(nn.Module):
         self._impl = impl
         self._tp_group = group
         self._tp_mesh = None
-        for name, tensor in impl.named_parameters():
-            owner = self
-            *path, leaf = name.split(".")
-            for part in path:
-                child = owner._modules.get(part)
-                if child is None:
-                    child = nn.Module()
-                    child._domino_part_of = type(self).__name__  # a name holder, see above
-                    owner.add_module(part, child)
-                owner = child
-            # Marks the C++ tensor itself as a Parameter (nn.Parameter's documented flag), so
-            # updates by an optimizer reach the C++ module without a copy.
-            tensor._is_param = True
-            owner.register_parameter(leaf, tensor)
+        register_parameters(self, impl)
         this = weakref.ref(self)  # the hooks live on our own submodules: no cycle through them
         self._layout = ckpt.ShardLayout(
             impl.shard_layouts(), tp_size=lambda: this()._tp_size(),
@@ -158,30 +166,36 @@ class ColumnParallelLinear(_CppModule):
     all-reduce overlaps the weight-gradient GEMM. ``out_segments`` lists fused blocks that are
     each cut over the ranks (for example ``[q, k, v]``); the default is one block.
     ``segment_names`` name the blocks in checkpoints (``state_dict()``); unnamed blocks
-    are stored as ``segment0``, ``segment1``, ..."""
+    are stored as ``segment0``, ``segment1``, ... With ``sequence_parallel=True`` the input is
+    this rank's rows of the sequence (``[s/tp, b, in]``), all-gathered before the GEMM, and the
+    input gradient is reduce-scattered instead of all-reduced."""
 
     def __init__(self, in_features: int, out_features: int, group=None, bias: bool = True,
                  out_segments: Optional[list[int]] = None, seed: int = 1234,
                  init_std: float = 0.02, dtype: str = "float32",
-                 segment_names: Optional[list[str]] = None):
+                 segment_names: Optional[list[str]] = None, sequence_parallel: bool = False):
         segments = list(out_segments) if out_segments else [out_features]
         if sum(segments) != out_features:
             raise ValueError(f"ColumnParallelLinear: out_segments {segments} sum to "
                              f"{sum(segments)}, not out_features={out_features}")
         group = _group_or_world(group)
         super().__init__(_impl.ColumnParallelLinear(in_features, segments, group, bias, seed,
-                                                    init_std, dtype, list(segment_names or [])),
+                                                    init_std, dtype, list(segment_names or []),
+                                                    sequence_parallel),
                          group)
 
 
 class RowParallelLinear(_CppModule):
     """``Y = sum_r X_r B_r^T + b``: the input holds this rank's ``in_features / tp`` columns, the
-    output is all-reduced and replicated; the bias is added once, after the sum."""
+    output is all-reduced and replicated; the bias is added once, after the sum. With
+    ``sequence_parallel=True`` the partial sums are reduce-scattered along the sequence instead:
+    the output is this rank's rows, ``[s/tp, b, out]``, the bias added to them."""
 
     def __init__(self, in_features: int, out_features: int, group=None, bias: bool = True,
-                 seed: int = 1234, init_std: float = 0.02, dtype: str = "float32"):
+                 seed: int = 1234, init_std: float = 0.02, dtype: str = "float32",
+                 sequence_parallel: bool = False):
         group = _group_or_world(group)
         super().__init__(_impl.RowParallelLinear(in_features, out_features, group, bias, seed,
-                                                 init_std, dtype), group)
+                                                 init_std, dtype, sequence_parallel), group)
 
 
