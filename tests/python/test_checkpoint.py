@@ -9,8 +9,10 @@ import pytest
 
 from ranks import assert_all_ok, run_ranks
 
-# A different schedule on the loading side: weights do not depend on it.
-OTHER_SCHEDULE = {"split": "2d", "micro_batches": 2, "column_chunks": 2, "overlap": "intra"}
+# A different schedule on the loading side, sequence parallelism included: weights do not
+# depend on it.
+OTHER_SCHEDULE = {"split": "2d", "micro_batches": 2, "column_chunks": 2, "overlap": "intra",
+                  "sequence_parallel": True}
 
 
 @pytest.mark.parametrize("save_tp,load_tp,schedule,how", [

@@ -78,10 +78,10 @@ def test_python_example_runs_under_torchrun():
         assert f"rank {rank}/2: sum=3 avg=1 future=[4.0, 4.0, 4.0]" in done.stdout
 
 
-def train_gpt(*args: str) -> list[tuple[int, float, float]]:
+def train_gpt(*args: str, script: str = "train_gpt.py") -> list[tuple[int, float, float]]:
     done = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-         "--master-port", str(free_port()), str(ROOT / "examples" / "train_gpt.py"), *args],
+         "--master-port", str(free_port()), str(ROOT / "examples" / script), *args],
         capture_output=True, text=True, timeout=300,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -98,6 +98,15 @@ def test_train_gpt_domino_matches_naive_step_for_step(split):
     for (_, a, _), (_, b, _) in zip(domino, naive):
         assert abs(a - b) <= 1e-4 * max(abs(b), 1.0), (domino, naive)
     assert domino[-1][1] < domino[0][1]  # it learns
+
+
+def test_megatron_gpt_with_the_domino_spec_and_sequence_parallelism_learns():
+    pytest.importorskip("megatron.core")
+    common = ["--steps", "6", "--seq", "64", "--hidden", "64"]
+    domino = train_gpt(*common, script="megatron_gpt.py")
+    assert [n for n, _, _ in domino] == [1, 2, 3, 4, 5, 6], domino
+    assert domino[-1][1] < domino[0][1] - 0.3  # it learns
+    assert all(rate > 0 for _, _, rate in domino)
 
 
 def test_finetune_hf_starts_at_the_models_own_loss_and_learns(tmp_path):
