@@ -1,5 +1,6 @@
 #include "FlightRecorder.h"
 
+#include <c10/util/ApproximateClock.h>
 #include <c10/util/Exception.h>
 #include <c10/util/SmallVector.h>
 #include <c10/util/thread_name.h>
@@ -8,6 +9,8 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -29,6 +32,12 @@ int64_t now_ns() {
       .count();
 }
 
+// Entries are stamped with the CPU's cycle counter where it has one (a few ns, where the wall
+// clock takes tens); the dump converts the stamps to Unix time.
+int64_t stamp() {
+  return static_cast<int64_t>(c10::getApproximateTime());
+}
+
 // The first of names that is set, as torch's getCvar* read them.
 const char* first_set(std::initializer_list<const char*> names) {
   for (const char* name : names) {
@@ -37,6 +46,11 @@ const char* first_set(std::initializer_list<const char*> names) {
   }
   return nullptr;
 }
+
+// An op's handle is its id and its slot, so marking it started or completed needs no division.
+constexpr int kSlotBits = 24;
+constexpr uint64_t kSlotMask = (uint64_t{1} << kSlotBits) - 1;
+constexpr long long kMaxEntries = 1LL << kSlotBits;
 
 size_t buffer_size() {
   const char* value = first_set({"TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE"});
@@ -48,6 +62,14 @@ size_t buffer_size() {
              std::string("TORCH_FR_BUFFER_SIZE='") + value +
                  "' is not a count of entries; the Flight Recorder stays off");
     return 0;
+  }
+  if (entries > kMaxEntries) {
+    log_line(LogLevel::kWarn, -1,
+             "TORCH_FR_BUFFER_SIZE=" + std::string(value) +
+                 " is more than the Flight Recorder "
+                 "keeps; it keeps the last " +
+                 std::to_string(kMaxEntries) + " ops");
+    return static_cast<size_t>(kMaxEntries);
   }
   return static_cast<size_t>(entries);
 }
@@ -89,18 +111,17 @@ struct FlightRecorder::Group {
   std::string name;
   std::string desc;
   std::vector<int64_t> ranks;
-  int64_t last_enqueued = -1;
-  int64_t last_started = -1;
-  int64_t last_completed = -1;
 };
 
+// Written by record() under the lock; stamped by started() and completed() from the lanes
+// without it (an op's stamps are two stores, not two lock round trips).
 struct FlightRecorder::Slot {
-  uint64_t id = 0;  // 0: never used
+  std::atomic<uint64_t> id{0};  // 0: never used, or being written
   Op op;
   int64_t created_ns = 0;
-  int64_t started_ns = 0;
-  int64_t completed_ns = 0;
-  bool retired = false;
+  std::atomic<int64_t> started_ns{0};
+  std::atomic<int64_t> completed_ns{0};
+  std::atomic<bool> retired{false};
   // Shapes as fr_trace reads them: each tensor's rank, then every size in a row.
   c10::SmallVector<int64_t, 4> input_dims;
   c10::SmallVector<int64_t, 4> output_dims;
@@ -110,33 +131,41 @@ struct FlightRecorder::Slot {
   std::thread::id thread;
 };
 
-const char* flight_recorder_op_name(const char* domino_op) {
-  static const std::pair<std::string_view, const char*> kNames[] = {
-      {"all_reduce", "all_reduce"},
-      {"all_reduce_sparse", "all_reduce"},
-      {"all_reduce_coalesced", "allreduce_coalesced"},
-      {"broadcast", "broadcast"},
-      {"reduce", "reduce"},
-      {"all_gather", "all_gather"},
-      {"all_gather_into_tensor", "_all_gather_base"},
-      {"all_gather_coalesced", "ALLGATHER_coalesced"},
-      {"all_gather_into_tensor_coalesced", "all_gather_into_tensor_coalesced"},
-      {"reduce_scatter", "reduce_scatter"},
-      {"reduce_scatter_tensor", "_reduce_scatter_base"},
-      {"reduce_scatter_tensor_coalesced", "reduce_scatter_tensor_coalesced"},
-      {"all_to_all", "all_to_all"},
-      {"all_to_all_single", "all_to_all"},  // torch 2.11's analyzer lacks all_to_all_single
-      {"gather", "gather"},
-      {"gather_single", "gather"},
-      {"scatter", "scatter"},
-      {"barrier", "all_reduce_barrier"},  // as ProcessGroupNCCL records it
-      {"send", "send"},
-      {"recv", "recv"},
+FlightOpName flight_recorder_op_name(const char* domino_op) {
+  using Shapes = FlightRecorder::Shapes;
+  static const std::pair<std::string_view, FlightOpName> kNames[] = {
+      {"all_reduce", {"all_reduce", Shapes::kAsGiven}},
+      {"all_reduce_sparse", {"all_reduce", Shapes::kAsGiven}},
+      {"all_reduce_coalesced", {"allreduce_coalesced", Shapes::kAsGiven}},
+      {"broadcast", {"broadcast", Shapes::kAsGiven}},
+      {"reduce", {"reduce", Shapes::kAsGiven}},
+      {"all_gather", {"all_gather", Shapes::kGatheredList}},
+      {"all_gather_into_tensor", {"_all_gather_base", Shapes::kAsGiven}},
+      {"all_gather_coalesced", {"ALLGATHER_coalesced", Shapes::kAsGiven}},
+      {"all_gather_into_tensor_coalesced", {"all_gather_into_tensor_coalesced", Shapes::kAsGiven}},
+      {"reduce_scatter", {"reduce_scatter", Shapes::kScatteredList}},
+      {"reduce_scatter_tensor", {"_reduce_scatter_base", Shapes::kAsGiven}},
+      {"reduce_scatter_tensor_coalesced", {"reduce_scatter_tensor_coalesced", Shapes::kAsGiven}},
+      // torch 2.11's analyzer lacks all_to_all_single.
+      {"all_to_all", {"all_to_all", Shapes::kFlat}},
+      {"all_to_all_single", {"all_to_all", Shapes::kFlat}},
+      {"gather", {"gather", Shapes::kAsGiven}},
+      {"gather_single", {"gather", Shapes::kAsGiven}},
+      {"scatter", {"scatter", Shapes::kAsGiven}},
+      {"barrier", {"all_reduce_barrier", Shapes::kAsGiven}},  // as ProcessGroupNCCL records it
+      {"send", {"send", Shapes::kAsGiven}},
+      {"recv", {"recv", Shapes::kAsGiven}},
   };
+  // Ops come from string literals, and a thread mostly issues the same few again and again.
+  thread_local const char* last_op = nullptr;
+  thread_local FlightOpName last{nullptr, Shapes::kAsGiven};
+  if (domino_op == last_op) return last;
+  last = {domino_op, Shapes::kAsGiven};
   for (const auto& [op, name] : kNames) {
-    if (op == domino_op) return name;
+    if (op == domino_op) last = name;
   }
-  return domino_op;
+  last_op = domino_op;
+  return last;
 }
 
 FlightRecorder& FlightRecorder::get() {
@@ -145,9 +174,13 @@ FlightRecorder& FlightRecorder::get() {
   return *recorder;
 }
 
-FlightRecorder::FlightRecorder() : capacity_(buffer_size()), dump_prefix_(dump_prefix()) {
-  slots_.resize(capacity_);
-}
+FlightRecorder::FlightRecorder()
+    : capacity_(buffer_size()),
+      clock_(std::make_unique<c10::ApproximateClockToUnixTimeConverter>()),
+      slots_(std::make_unique<Slot[]>(capacity_)),
+      dump_prefix_(dump_prefix()) {}
+
+FlightRecorder::~FlightRecorder() = default;
 
 size_t FlightRecorder::add_group(const std::string& name, const std::string& desc,
                                  const std::vector<int64_t>& global_ranks) {
@@ -164,21 +197,21 @@ size_t FlightRecorder::add_group(const std::string& name, const std::string& des
 uint64_t FlightRecorder::record(const Op& op, const std::vector<at::Tensor>& inputs,
                                 const std::vector<at::Tensor>& outputs) {
   if (capacity_ == 0) return 0;
-  const int64_t created = now_ns();
-  const std::string_view name = op.name;
-  // fr_trace checks all-gather and reduce-scatter sizes against one flat [group size, n]
-  // tensor, and all-to-all's per side: lists are recorded that way.
-  const bool gathered_list = name == "all_gather" && outputs.size() > 1;
-  const bool scattered_list = name == "reduce_scatter" && inputs.size() > 1;
-  const bool exchange = name == "all_to_all";
+  const int64_t created = stamp();
+  const bool gathered_list = op.shapes == Shapes::kGatheredList && outputs.size() > 1;
+  const bool scattered_list = op.shapes == Shapes::kScatteredList && inputs.size() > 1;
+  const bool exchange = op.shapes == Shapes::kFlat;
   std::lock_guard<std::mutex> lock(mutex_);
-  const uint64_t id = next_id_++;
-  Slot& slot = slots_[(id - 1) % capacity_];
-  slot.id = id;
+  const uint64_t index = next_slot_;
+  if (++next_slot_ == capacity_) next_slot_ = 0;
+  const uint64_t id = (next_id_++ << kSlotBits) | index;
+  Slot& slot = slots_[index];
+  slot.id.store(0, std::memory_order_relaxed);
   slot.op = op;
   slot.created_ns = created;
-  slot.started_ns = slot.completed_ns = 0;
-  slot.retired = false;
+  slot.started_ns.store(0, std::memory_order_relaxed);
+  slot.completed_ns.store(0, std::memory_order_relaxed);
+  slot.retired.store(false, std::memory_order_relaxed);
   slot.thread = std::this_thread::get_id();
   slot.input_dims.clear();
   slot.output_dims.clear();
@@ -211,58 +244,93 @@ uint64_t FlightRecorder::record(const Op& op, const std::vector<at::Tensor>& inp
   };
   add(inputs, scattered_list, exchange, slot.input_dims, slot.input_dtypes);
   add(outputs, gathered_list, exchange, slot.output_dims, slot.output_dtypes);
-  if (op.group < groups_.size() && !op.p2p) {
-    groups_[op.group].last_enqueued = static_cast<int64_t>(op.collective_seq);
-  }
+  slot.id.store(id, std::memory_order_release);
   return id;
 }
 
+namespace {
+// Sets stamp to when if it is unset and the slot still holds id (only the op's own lane stamps
+// it). An op that outlived its slot (capacity newer ops issued meanwhile) takes back what it
+// wrote into the newer entry.
+void stamp_once(const std::atomic<uint64_t>& slot_id, std::atomic<int64_t>& stamp, uint64_t id,
+                int64_t when) {
+  if (stamp.load(std::memory_order_relaxed) != 0) return;
+  stamp.store(when, std::memory_order_relaxed);
+  if (slot_id.load(std::memory_order_acquire) != id) stamp.compare_exchange_strong(when, 0);
+}
+}  // namespace
+
 void FlightRecorder::started(uint64_t id) {
   if (id == 0) return;
-  const int64_t when = now_ns();
-  std::lock_guard<std::mutex> lock(mutex_);
-  Slot& slot = slots_[(id - 1) % capacity_];
-  if (slot.id != id) return;  // overwritten since
-  slot.started_ns = when;
-  if (slot.op.group < groups_.size() && !slot.op.p2p) {
-    groups_[slot.op.group].last_started = static_cast<int64_t>(slot.op.collective_seq);
-  }
+  Slot& slot = slots_[id & kSlotMask];
+  if (slot.id.load(std::memory_order_acquire) != id) return;  // overwritten since
+  stamp_once(slot.id, slot.started_ns, id, stamp());
 }
 
 void FlightRecorder::completed(uint64_t id) {
   if (id == 0) return;
-  const int64_t when = now_ns();
-  std::lock_guard<std::mutex> lock(mutex_);
-  Slot& slot = slots_[(id - 1) % capacity_];
-  if (slot.id != id) return;
-  if (slot.started_ns == 0) slot.started_ns = when;
-  slot.completed_ns = when;
-  slot.retired = true;
-  if (slot.op.group < groups_.size() && !slot.op.p2p) {
-    groups_[slot.op.group].last_completed = static_cast<int64_t>(slot.op.collective_seq);
-  }
+  Slot& slot = slots_[id & kSlotMask];
+  if (slot.id.load(std::memory_order_acquire) != id) return;
+  const int64_t when = stamp();
+  stamp_once(slot.id, slot.started_ns, id, when);
+  stamp_once(slot.id, slot.completed_ns, id, when);
+  slot.retired.store(true, std::memory_order_release);
 }
 
 void FlightRecorder::retired(uint64_t id) {
   if (id == 0) return;
-  std::lock_guard<std::mutex> lock(mutex_);
-  Slot& slot = slots_[(id - 1) % capacity_];
-  if (slot.id == id) slot.retired = true;
+  Slot& slot = slots_[id & kSlotMask];
+  if (slot.id.load(std::memory_order_acquire) == id) {
+    slot.retired.store(true, std::memory_order_release);
+  }
 }
 
 std::string FlightRecorder::dump(bool only_active) {
   using c10d::new_dict;
   using c10d::new_list;
-  std::vector<Slot> copies;
+  struct Entry {
+    uint64_t id;
+    Op op;
+    int64_t created_ns, started_ns, completed_ns;
+    bool retired;
+    c10::SmallVector<int64_t, 4> input_dims, output_dims;
+    c10::SmallVector<int64_t, 8> sizes;
+    c10::SmallVector<c10::ScalarType, 4> input_dtypes, output_dtypes;
+    std::thread::id thread;
+  };
+  std::vector<Entry> copies;
   std::vector<Group> groups;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     groups = groups_;
-    const uint64_t first = next_id_ > capacity_ ? next_id_ - capacity_ : 1;
-    for (uint64_t id = first; id < next_id_; ++id) copies.push_back(slots_[(id - 1) % capacity_]);
+    // Oldest first: from the slot written next, once the ring has come round.
+    const size_t filled = next_id_ - 1 < capacity_ ? next_id_ - 1 : capacity_;
+    const size_t oldest = filled < capacity_ ? 0 : next_slot_;
+    for (size_t k = 0; k < filled; ++k) {
+      const Slot& s = slots_[(oldest + k) % capacity_];
+      const uint64_t id = s.id.load();
+      if (id == 0) continue;  // being written
+      copies.push_back(Entry{id >> kSlotBits, s.op, s.created_ns, s.started_ns.load(),
+                             s.completed_ns.load(), s.retired.load(), s.input_dims, s.output_dims,
+                             s.sizes, s.input_dtypes, s.output_dtypes, s.thread});
+    }
   }
+  // Each group's last collective enqueued, started and completed, from the entries.
+  std::vector<std::array<int64_t, 3>> status(groups.size(), {-1, -1, -1});
+  for (const Entry& e : copies) {
+    if (e.op.p2p || e.op.group >= status.size()) continue;
+    const auto seq = static_cast<int64_t>(e.op.collective_seq);
+    auto& last = status[e.op.group];
+    last[0] = std::max(last[0], seq);
+    if (e.started_ns != 0) last[1] = std::max(last[1], seq);
+    if (e.completed_ns != 0) last[2] = std::max(last[2], seq);
+  }
+  const auto to_unix_ns = clock_->makeConverter();
+  auto unix_ns = [&](int64_t t) {
+    return static_cast<int64_t>(to_unix_ns(static_cast<c10::approx_time_t>(t)));
+  };
   auto entries = new_list();
-  for (const Slot& e : copies) {
+  for (const Entry& e : copies) {
     if (only_active && e.completed_ns != 0) continue;
     const Group& group = groups.at(e.op.group);
     auto dict = new_dict();
@@ -284,7 +352,7 @@ std::string FlightRecorder::dump(bool only_active) {
                    std::to_string(e.op.peer);
     }
     dict.insert(c10d::profiling_name_key, profiling);
-    dict.insert(c10d::time_created_key, e.created_ns);
+    dict.insert(c10d::time_created_key, unix_ns(e.created_ns));
     if (e.completed_ns != 0 && e.started_ns != 0) {
       dict.insert(c10d::duration_key, static_cast<double>(e.completed_ns - e.started_ns) / 1e6);
     }
@@ -311,9 +379,9 @@ std::string FlightRecorder::dump(bool only_active) {
                                  : e.started_ns != 0 ? c10d::started_state
                                                      : c10d::scheduled_state);
     dict.insert(c10d::time_discovered_started_key,
-                e.started_ns != 0 ? c10::IValue(e.started_ns) : c10::IValue());
+                e.started_ns != 0 ? c10::IValue(unix_ns(e.started_ns)) : c10::IValue());
     dict.insert(c10d::time_discovered_completed_key,
-                e.completed_ns != 0 ? c10::IValue(e.completed_ns) : c10::IValue());
+                e.completed_ns != 0 ? c10::IValue(unix_ns(e.completed_ns)) : c10::IValue());
     dict.insert(c10d::retired_key, e.retired);
     dict.insert(c10d::timeout_key, static_cast<int64_t>(e.op.timeout.count()));
     dict.insert(c10d::is_p2p_key, e.op.p2p);
@@ -322,17 +390,18 @@ std::string FlightRecorder::dump(bool only_active) {
   }
   auto pg_config = new_dict();
   auto pg_status = new_dict();
-  for (const Group& group : groups) {
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const Group& group = groups[g];
     auto info = new_dict();
     info.insert("name", group.name);
     info.insert("desc", group.desc);
     info.insert("ranks", ranks_text(group.ranks));
     pg_config.insert(group.name, info);
-    auto status = new_dict();
-    status.insert("last_enqueued_collective", group.last_enqueued);
-    status.insert("last_started_collective", group.last_started);
-    status.insert("last_completed_collective", group.last_completed);
-    pg_status.insert(group.name, status);
+    auto status_dict = new_dict();
+    status_dict.insert("last_enqueued_collective", status[g][0]);
+    status_dict.insert("last_started_collective", status[g][1]);
+    status_dict.insert("last_completed_collective", status[g][2]);
+    pg_status.insert(group.name, status_dict);
   }
   auto result = new_dict();
   result.insert(c10d::version_key, c10d::version_val);

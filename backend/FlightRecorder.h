@@ -13,9 +13,12 @@
 #include <ATen/core/Tensor.h>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
+#include <c10/util/ApproximateClock.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -33,24 +36,28 @@ class FlightRecorder {
   size_t add_group(const std::string& name, const std::string& desc,
                    const std::vector<int64_t>& global_ranks);
 
+  // How an op's tensors are recorded: as they are, or (what fr_trace checks) an all-gather's
+  // output list and a reduce-scatter's input list as one [group size, n], all-to-all's lists as
+  // one flat tensor a side.
+  enum class Shapes { kAsGiven, kGatheredList, kScatteredList, kFlat };
   struct Op {
     size_t group;
     uint64_t collective_seq;
     uint64_t p2p_seq;
     uint64_t op_id;
     const char* name;  // fr_trace's op name ("all_reduce", "_all_gather_base", "send", ...)
-    int self = -1;     // send / recv: this rank and the peer, group ranks
+    Shapes shapes = Shapes::kAsGiven;
+    int self = -1;  // send / recv: this rank and the peer, group ranks
     int peer = -1;
     bool p2p = false;
     std::chrono::milliseconds timeout{0};
   };
-  // Records an op scheduled now with its inputs' and outputs' shapes (all-gather outputs and
-  // reduce-scatter inputs flattened to [group size, n], as fr_trace checks them); returns its
-  // id, 0 when disabled.
+  // Records an op scheduled now with its inputs' and outputs' shapes; returns its id, 0 when
+  // disabled.
   uint64_t record(const Op& op, const std::vector<at::Tensor>& inputs,
                   const std::vector<at::Tensor>& outputs);
   void started(uint64_t id);
-  void completed(uint64_t id);
+  void completed(uint64_t id);  // and retired
   // Ended without completing (failed, aborted): stays "started" (or "scheduled") in the dump.
   void retired(uint64_t id);
 
@@ -69,15 +76,18 @@ class FlightRecorder {
 
  private:
   FlightRecorder();
+  ~FlightRecorder();
   struct Slot;
   struct Group;
   void watch_loop();
 
   size_t capacity_ = 0;
+  std::unique_ptr<c10::ApproximateClockToUnixTimeConverter> clock_;
   std::mutex mutex_;
-  std::vector<Slot> slots_;
+  std::unique_ptr<Slot[]> slots_;
   std::vector<Group> groups_;
   uint64_t next_id_ = 1;
+  size_t next_slot_ = 0;
   std::string dump_prefix_;
   std::atomic<int64_t> last_dump_ms_{0};
   // Dump requests: the store every group shares, the last request seen, the watching thread.
@@ -89,7 +99,12 @@ class FlightRecorder {
 };
 
 // fr_trace's name for a domino op ("all_reduce" -> "all_reduce", "all_gather_into_tensor" ->
-// "_all_gather_base", ...), for the ops its analyzer knows in every torch release we build for.
-const char* flight_recorder_op_name(const char* domino_op);
+// "_all_gather_base", ...), for the ops its analyzer knows in every torch release we build for,
+// and how its tensors are recorded.
+struct FlightOpName {
+  const char* name;
+  FlightRecorder::Shapes shapes;
+};
+FlightOpName flight_recorder_op_name(const char* domino_op);
 
 }  // namespace domino

@@ -361,22 +361,21 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
   const uint64_t collective_seq = counted ? ++collective_seq_ : collective_seq_.load();
   const uint64_t p2p_seq = counted ? p2p_seq_.load() : ++p2p_seq_;
   FlightRecorder& recorder = FlightRecorder::get();
-  const uint64_t recorded = recorder.enabled()
-                                ? recorder.record({.group = flight_group(),
-                                                   .collective_seq = collective_seq,
-                                                   .p2p_seq = p2p_seq,
-                                                   .op_id = op_id,
-                                                   .name = flight_recorder_op_name(op),
-                                                   .self = rank_,
-                                                   .peer = peer,
-                                                   .p2p = !counted,
-                                                   .timeout = timeout()},
-                                                  tensors.inputs, tensors.outputs)
-                                : 0;
-  const std::string which =
-      counted ? " [collective #" + std::to_string(collective_seq) + " of " + label() +
-                    ", the Flight Recorder's collective_seq_id]"
-              : " [point-to-point op #" + std::to_string(p2p_seq) + " of " + label() + "]";
+  uint64_t recorded = 0;
+  if (recorder.enabled()) {
+    const FlightOpName recorded_as = flight_recorder_op_name(op);
+    recorded = recorder.record({.group = flight_group(),
+                                .collective_seq = collective_seq,
+                                .p2p_seq = p2p_seq,
+                                .op_id = op_id,
+                                .name = recorded_as.name,
+                                .shapes = recorded_as.shapes,
+                                .self = rank_,
+                                .peer = peer,
+                                .p2p = !counted,
+                                .timeout = timeout()},
+                               tensors.inputs, tensors.outputs);
+  }
   auto work = c10::make_intrusive<Work>(rank_, type, std::move(tensors.outputs));
   std::optional<DeviceTransport::Issue> on_device;
   if (device) on_device = device_->issue(*work, *device, route, lane_index, peer, host_only);
@@ -388,7 +387,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
         ProfilerContext{at::get_record_function_tls_(), c10::ThreadLocalDebugInfo::current()};
   }
   auto job = [this, work, body = std::move(body), lane_index, counted, group_timeout = timeout(),
-              on_device = std::move(on_device), profiler = std::move(profiler), op, recorded, which,
+              on_device = std::move(on_device), profiler = std::move(profiler), op, recorded,
+              number = counted ? collective_seq : p2p_seq,
               inputs = profiling ? std::move(tensors.inputs) : std::vector<at::Tensor>{}] {
     std::optional<ProfilerContextGuard> profiled;
     if (profiler) profiled.emplace(*profiler);
@@ -410,6 +410,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
       }
       recorder.completed(recorded);
     } catch (const std::exception& e) {
+      // The op's place in its group's sequence, as the Flight Recorder numbers it.
+      const std::string which =
+          counted ? " [collective #" + std::to_string(number) + " of " + label() +
+                        ", the Flight Recorder's collective_seq_id]"
+                  : " [point-to-point op #" + std::to_string(number) + " of " + label() + "]";
       const std::string message = job_message(e, group_timeout, which);
       recorder.retired(recorded);
       recorder.on_failure(store_, global_ranks_[static_cast<size_t>(rank_)], message);
