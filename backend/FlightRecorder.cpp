@@ -464,15 +464,24 @@ void FlightRecorder::on_failure(const c10::intrusive_ptr<c10d::Store>& store, in
   try {
     const std::string request = "rank " + std::to_string(global_rank) + " at " +
                                 std::to_string(now_ms) + ": " + what.substr(0, 200);
+    c10::intrusive_ptr<c10d::Store> requests;
     {
       std::lock_guard<std::mutex> lock(watch_mutex_);
       last_request_ = request;  // our own: the watcher need not dump again for it
+      requests = watched_;
     }
-    job_store(store)->set(kDumpKey, std::vector<uint8_t>(request.begin(), request.end()));
+    // The watcher's own connection, not the group's, which another thread may hold in a wait.
+    if (!requests) requests = job_store(store);
+    requests->set(kDumpKey, std::vector<uint8_t>(request.begin(), request.end()));
   } catch (const std::exception&) {
     // The store may be what failed; this rank still dumps its own.
   }
-  dump_to_file(global_rank);
+  try {
+    dump_to_file(global_rank);
+  } catch (const std::exception& e) {
+    log_line(LogLevel::kWarn, static_cast<int>(global_rank),
+             std::string("Flight Recorder: the dump failed: ") + e.what());
+  }
 }
 
 void FlightRecorder::watch(const c10::intrusive_ptr<c10d::Store>& store, int64_t global_rank) {
@@ -480,6 +489,11 @@ void FlightRecorder::watch(const c10::intrusive_ptr<c10d::Store>& store, int64_t
   std::lock_guard<std::mutex> lock(watch_mutex_);
   if (watching_) return;
   watched_ = job_store(store);
+  try {
+    // A connection of its own: the group's may sit in a long wait on another thread.
+    watched_ = watched_->clone();
+  } catch (const std::exception&) {
+  }
   watched_rank_ = global_rank;
   try {
     // A request left in the store by an earlier incarnation of the job is not ours.

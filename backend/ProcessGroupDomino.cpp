@@ -399,6 +399,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
     if (profiled) record_op(record, op, inputs);
     FlightRecorder& recorder = FlightRecorder::get();
     recorder.started(recorded);
+    std::optional<std::string> failure;
     try {
       // Queued before an abort, run after it: fails at once instead of making communicators.
       if (aborted_.load()) throw std::runtime_error(aborted_message(op));
@@ -417,10 +418,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
                   : " [point-to-point op #" + std::to_string(number) + " of " + label() + "]";
       const std::string message = job_message(e, group_timeout, which);
       recorder.retired(recorded);
-      recorder.on_failure(store_, global_ranks_[static_cast<size_t>(rank_)], message);
       work->fail(as_backend_error(message));
+      failure = message;
     }
     if (counted) lanes_.finished(lane_index);
+    // After the error reached the waiter: a dump takes store and file I/O.
+    if (failure) recorder.on_failure(store_, global_ranks_[static_cast<size_t>(rank_)], *failure);
   };
   if (counted) lanes_.queued(lane_index);
   const uint64_t ticket = lane->submit(std::move(job), /*wake=*/!blocking);
