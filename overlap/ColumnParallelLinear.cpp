@@ -24,6 +24,9 @@ struct ColumnParallelLinearFunction
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input, const at::Tensor& weight,
                             const at::Tensor& bias, const TensorParallelGroupPtr& group,
                             const c10::intrusive_ptr<DeferredReduction>& deferred) {
+    // The input gradient is reduced in the input's own dtype: autograd would cast it back on its
+    // way out of backward, reading the buffer before a deferred reduction filled it.
+    ctx->saved_data["input_dtype"] = static_cast<int64_t>(input.scalar_type());
     // Under autocast, compute (and save for backward) in the autocast dtype, as aten::linear would.
     const auto device_type = input.device().type();
     if (at::autocast::is_autocast_enabled(device_type)) {
@@ -58,7 +61,8 @@ struct ColumnParallelLinearFunction
     at::Tensor grad_input;
     c10::intrusive_ptr<c10d::Work> reduction;
     if (ctx->needs_input_grad(0)) {
-      grad_input = at::matmul(grad_output, weight);
+      const auto input_dtype = static_cast<c10::ScalarType>(ctx->saved_data["input_dtype"].toInt());
+      grad_input = at::matmul(grad_output, weight).to(input_dtype);
       reduction = group->all_reduce_async(grad_input);
     }
     // Runs while the input gradient is on the wire.
@@ -137,7 +141,9 @@ struct SequenceParallelColumnFunction
     at::Tensor grad_input;
     c10::intrusive_ptr<c10d::Work> reduction;
     if (ctx->needs_input_grad(0)) {
-      const auto whole = at::matmul(grad_output, weight);
+      // In the input's own dtype: autograd would cast it on its way out of backward, reading the
+      // buffer before a deferred reduce-scatter filled it.
+      const auto whole = at::matmul(grad_output, weight).to(local.scalar_type());
       grad_input = at::empty(local.sizes(), whole.options());
       reduction = group->reduce_scatter_async(grad_input, whole.contiguous());
     }

@@ -106,3 +106,29 @@ def recompute(rank: int, world: int, cfg: dict) -> dict:
     same = same and all(torch.equal(steps[0][2][n], steps[1][2][n]) for n in steps[0][2])
     dropped = bool((steps[0][0] != base.eval()(x).detach()).any())
     return {"same": same, "dropout_active": dropped}
+
+
+def autocast(rank: int, world: int, cfg: dict) -> dict:
+    """Under torch.autocast (bf16 compute, fp32 weights), a row split whose input-gradient
+    reductions are deferred against the naive schedule that waits each at once: the worst
+    relative difference of the input gradient and every weight gradient, with and without
+    sequence parallelism."""
+    worst = {}
+    for sp in (False, True):
+        models = [ov.DominoTransformer(ov.TransformerConfig(**cfg, split=split,
+                                                            sequence_parallel=sp))
+                  for split in ("row", "none")]
+        g = torch.Generator().manual_seed(5)
+        x = torch.randn(SEQ, BATCH, cfg["hidden_size"], generator=g)
+        probe = torch.randn(SEQ, BATCH, cfg["hidden_size"], generator=g)
+        if sp:
+            x, probe = _rows(x, rank, world), _rows(probe, rank, world)
+        steps = []
+        for model in models:
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                steps.append(_step(model, x, probe))
+        (_, dx, grads), (_, dx_ref, grads_ref) = steps
+        worst[f"sp={sp} input.grad"] = _worst(dx.float(), dx_ref.float())
+        for name in grads:
+            worst[f"sp={sp} {name}"] = _worst(grads[name].float(), grads_ref[name].float())
+    return worst

@@ -65,3 +65,13 @@ def test_recompute_under_sequence_parallel_gives_the_same_step():
                                                           cfg, timeout=600))):
         assert report["dropout_active"], rank
         assert report["same"], f"rank {rank}: the recomputed step differs"
+
+
+def test_deferred_input_gradients_are_whole_under_autocast():
+    # bf16 compute on fp32 weights: autograd casts each input gradient back to fp32 as it leaves
+    # the linear's backward, which must not happen before its deferred reduction has landed.
+    for rank, worst in enumerate(assert_all_ok(run_ranks(2, "sequence_parallel_workers.autocast",
+                                                         GPT,
+                                                         timeout=600))):
+        bad = {k: v for k, v in worst.items() if v > 5e-2}
+        assert not bad, f"rank {rank}: {bad}"
