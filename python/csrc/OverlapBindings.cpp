@@ -40,13 +40,15 @@ void from_python(const char* field, T& member, const py::handle& value) {
     }
     member = ov::parse_enum<T>(field, value.cast<std::string>());
   } else {
-    // No silent narrowing: 2.5 is no int, "2" no number.
-    const bool fits = std::is_same_v<T, bool>          ? py::isinstance<py::bool_>(value)
+    // No silent narrowing: 2.5 is no int, "2" no number (numpy's scalars are numbers).
+    const bool is_bool = py::isinstance<py::bool_>(value);
+    const bool integral = !is_bool && PyIndex_Check(value.ptr());
+    const bool fits = std::is_same_v<T, bool>          ? is_bool
                       : std::is_same_v<T, std::string> ? py::isinstance<py::str>(value)
                       : std::is_floating_point_v<T>
-                          ? py::isinstance<py::float_>(value) || (py::isinstance<py::int_>(value) &&
-                                                                  !py::isinstance<py::bool_>(value))
-                          : py::isinstance<py::int_>(value) && !py::isinstance<py::bool_>(value);
+                          ? !is_bool && !py::isinstance<py::str>(value) &&
+                                (integral || py::hasattr(value, "__float__"))
+                          : integral;
     if (!fits) {
       throw py::type_error(std::string("TransformerConfig.") + field + " got " +
                            py::repr(value).cast<std::string>() + " of type " +

@@ -85,6 +85,11 @@ def load_with_helpers(rank: int, world: int, path: str, overrides: dict, seed: i
     other = _model({**overrides, "seed": 98})
     set_model_state_dict(other, whole, options=StateDictOptions(full_state_dict=True))
     wrong += [f"full_state_dict: {n}" for n in _wrong(other, full)]
+    # torchtitan's way to load a whole checkpoint: rank 0 holds it, the others get theirs.
+    third = _model({**overrides, "seed": 97})
+    set_model_state_dict(third, whole if rank == 0 else {},
+                         options=StateDictOptions(full_state_dict=True, broadcast_from_rank0=True))
+    wrong += [f"broadcast_from_rank0: {n}" for n in _wrong(third, full)]
     return {"wrong": wrong, "checked": len(list(model.parameters())),
             "finite": _computes(model), "keys": sorted(state)}
 
@@ -161,6 +166,17 @@ def legacy_save(rank: int, world: int, folder: str, seed: int) -> dict:
                                    for g in optimizer.param_groups]}}
     torch.save(legacy, f"{folder}/rank{rank}.pt")
     return _training_state(model, optimizer)
+
+
+def factored_optimizer(rank: int, world: int) -> dict:
+    """An optimizer whose state is not shaped like the weights (Adafactor's factored second
+    moments) saves and reloads its own state."""
+    model = _model({})
+    optimizer = torch.optim.Adafactor(model.parameters(), lr=1e-2)
+    _steps(model, optimizer, 2)
+    before = _training_state(model, optimizer)
+    optimizer.load_state_dict(optimizer.state_dict())
+    return {"same": _training_state(model, optimizer) == before}
 
 
 def legacy_load(rank: int, world: int, folder: str) -> dict:

@@ -63,7 +63,12 @@ def matches_hf(rank: int, world: int, family: str, schedule: dict) -> dict:
     with torch.no_grad():
         base = _base(model)
         want = base(inputs_embeds=hidden).last_hidden_state
-        got = domino(_decoder_input(base, hidden).transpose(0, 1).contiguous()).transpose(0, 1)
+        x = _decoder_input(base, hidden).transpose(0, 1).contiguous()  # [s, b, h]
+        if schedule.get("sequence_parallel"):  # this rank's rows of the sequence, in and out
+            rows = x.shape[0] // world
+            x = x[rank * rows:(rank + 1) * rows]
+            want = want[:, rank * rows:(rank + 1) * rows]
+        got = domino(x).transpose(0, 1)
     err = float((got - want).abs().max())
     return {"err": err, "scale": float(want.abs().max()), "heads": domino.config.num_query_groups or domino.config.num_attention_heads}
 

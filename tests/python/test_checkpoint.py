@@ -91,6 +91,11 @@ def test_per_rank_files_of_earlier_releases_still_load(tmp_path):
     assert any(":exp_avg" in k for k in saved[0])
 
 
+def test_an_optimizer_with_state_of_other_shapes_reloads_it():
+    for report in assert_all_ok(run_ranks(2, "checkpoint_workers.factored_optimizer")):
+        assert report["same"]
+
+
 def test_holders_tied_weights_and_wrong_shapes():
     report = assert_all_ok(run_ranks(2, "checkpoint_workers.refusals"))[0]
     # A part of a Domino layer saves its own weights whole too.

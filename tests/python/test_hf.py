@@ -16,7 +16,8 @@ pytest.importorskip("transformers")
     ("llama", 4, {"split": "none"}), ("mistral", 2, {"split": "row", "micro_batches": 2}),
     ("qwen2", 1, {}), ("qwen2", 2, {"split": "column", "column_chunks": 2}),
     ("gpt2", 1, {}), ("gpt2", 2, {"split": "2d", "micro_batches": 2, "column_chunks": 2}),
-    ("gpt2", 4, {})])
+    ("gpt2", 4, {}), ("llama", 2, {"split": "row", "sequence_parallel": True}),
+    ("gpt2", 2, {"split": "column", "column_chunks": 2, "sequence_parallel": True})])
 def test_from_hf_computes_the_models_last_hidden_state(family, tp, schedule):
     for rank, report in enumerate(assert_all_ok(run_ranks(tp, "hf_workers.matches_hf", family,
                                                           schedule, timeout=300))):

@@ -65,13 +65,12 @@ class _Causal:
     """Whether attention masks are causal, checked once per mask."""
 
     def __init__(self) -> None:
-        self._seen = None
+        self._seen = None  # the mask last checked (held, so no other takes its place) and version
 
     def check(self, mask) -> None:
         if mask is None:
             return
-        key = (mask.data_ptr(), tuple(mask.shape), mask._version)
-        if key == self._seen:
+        if self._seen is not None and self._seen[0] is mask and self._seen[1] == mask._version:
             return
         s = mask.shape[-1]
         causal = torch.ones(s, s, dtype=torch.bool, device=mask.device).triu(1)
@@ -80,7 +79,7 @@ class _Causal:
             raise ValueError(
                 "torch_domino.megatron: the attention mask is not the causal one (True above the "
                 "diagonal); the Domino layer attends causally only (no padding or document masks)")
-        self._seen = key
+        self._seen = (mask, mask._version)
 
 
 class DominoLayer(MegatronModule, BaseTransformerLayer):

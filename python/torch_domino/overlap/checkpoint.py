@@ -32,15 +32,22 @@ from torch.optim.optimizer import register_optimizer_step_pre_hook
 from torch.utils.weak import WeakIdKeyDictionary
 
 
-class FusedBlock:
-    """A block of a fused weight as checkpoints name it (``attention.qkv.q``). It holds nothing:
-    it lets torch's state-dict helpers walk the key ``attention.qkv.q.weight`` to its layer."""
+class FusedBlock(nn.Module):
+    """A block of a fused weight as checkpoints name it (``attention.qkv.q``), holding an empty
+    buffer per fused parameter of its holder (``weight``, ``bias``). It holds no data: it lets
+    torch's state-dict helpers find the key ``attention.qkv.q.weight`` among the model's state
+    (``get_model_state_dict`` walks to it, ``set_model_state_dict(broadcast_from_rank0=True)``
+    delivers rank 0's block to it), and the holder's hooks write and read the block itself."""
 
-    weight = None
-    bias = None
+    def add(self, leaf: str, like: torch.Tensor) -> None:
+        self.register_buffer(leaf, like.detach().new_empty(0))
 
-    def __repr__(self) -> str:
-        return "FusedBlock()"
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        pass  # the holder's hook writes the block under these keys
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs):
+        pass  # the holder's hook has read the block
 
 
 def _is_dtensor(value) -> bool:
@@ -59,6 +66,14 @@ class ShardLayout:
             names = list(names) or [f"segment{i}" for i in range(len(segments))]
             self.params[name] = (dim, segments, names if len(segments) > 1 else [])
         self.tp_size, self.tp_rank, self.as_dtensor = tp_size, tp_rank, as_dtensor
+
+    def whole_shape(self, name: str, local: torch.Tensor) -> tuple:
+        """The shape parameter ``name`` has whole, from this rank's tensor of it."""
+        dim, segments, _ = self.params[name]
+        shape = list(local.shape)
+        if dim >= 0:
+            shape[dim] = sum(segments)
+        return tuple(shape)
 
     def blocks(self, name: str) -> list[str]:
         """The fused blocks' names of parameter ``name`` (q, k, v), or [] if it is one block."""
@@ -150,9 +165,11 @@ def install(layer: nn.Module, layout: ShardLayout) -> None:
     what = f"{type(layer).__name__}.load_state_dict"
     for path, owned in holders.items():
         holder = layer.get_submodule(path) if path else layer
-        for _, name in owned:
+        for leaf, name in owned:
             for block in layout.blocks(name):
-                setattr(holder, block, FusedBlock())
+                if block not in holder._modules:
+                    holder.add_module(block, FusedBlock())
+                holder._modules[block].add(leaf, holder._parameters[leaf])
         holder.register_state_dict_post_hook(_saver(owned, layout))
         holder.register_load_state_dict_pre_hook(_loader(owned, layout, what))
     for name, param in layer.named_parameters():
@@ -217,11 +234,23 @@ def _optimizer_state_out(optimizer, state_dict: dict) -> dict:
         if owner is None or pid not in state:
             continue
         layout, name = owner
-        state[pid] = {key: layout.entry(name, value)
-                      if torch.is_tensor(value) and not _is_dtensor(value)
-                      and tuple(value.shape) == tuple(param.shape) else value
+        state[pid] = {key: _state_entry(layout, name, param, value)
                       for key, value in state[pid].items()}
     return {**state_dict, "state": state}
+
+
+def _state_entry(layout: ShardLayout, name: str, param, value):
+    """An optimizer's state tensor of a Domino weight as checkpoints hold it: shaped like the
+    weight, cut like it; of another shape (Adafactor's factored moments, partial over the
+    weight's cut), every rank's own as a [group size, ...] DTensor, which DCP keeps whole and
+    loads back at this tensor-parallel size only; scalars as they are."""
+    if not torch.is_tensor(value) or _is_dtensor(value) or value.dim() == 0:
+        return value
+    if tuple(value.shape) == tuple(param.shape):
+        return layout.entry(name, value)
+    if layout.tp_size() > 1 and layout.params[name][0] >= 0:
+        return layout.as_dtensor(value.unsqueeze(0), 0)
+    return value
 
 
 def _optimizer_state_in(optimizer, state_dict: dict) -> dict:
@@ -234,14 +263,28 @@ def _optimizer_state_in(optimizer, state_dict: dict) -> dict:
         layout, name = owner
         values = dict(state[pid])
         for key, value in values.items():
-            # Blocks, DTensors and whole tensors are the checkpoint's forms; a tensor shaped
-            # like this rank's parameter is already this rank's; other shapes are the
-            # optimizer's own business.
-            if isinstance(value, dict) or _is_dtensor(value) or (
-                    torch.is_tensor(value) and value.dim() == param.dim() and not layout.blocks(name)
-                    and tuple(value.shape) != tuple(param.shape)):
+            # Blocks, DTensors and whole tensors are the checkpoint's forms; a tensor shaped like
+            # this rank's parameter is already this rank's; other shapes (Adafactor's factored
+            # moments) are the optimizer's own business.
+            if _is_dtensor(value) and value.dim() == param.dim() + 1:
+                # Every rank's own state of another shape (_state_entry): this rank's, at the
+                # tensor-parallel size it was saved at.
+                if value.device_mesh.size() != layout.tp_size():
+                    raise ValueError(
+                        f"{what}: the state '{key}' of '{name}' was saved at tensor-parallel "
+                        f"size {value.device_mesh.size()} and is not shaped like the weight "
+                        f"(Adafactor's factored moments); it loads at that size only, not at "
+                        f"{layout.tp_size()}")
+                values[key] = value.to_local()[0].clone()
+                continue
+            plain = torch.is_tensor(value) and not _is_dtensor(value)
+            if plain and (tuple(value.shape) == tuple(param.shape) or
+                          tuple(value.shape) != layout.whole_shape(name, param)):
+                continue
+            if isinstance(value, dict) or torch.is_tensor(value):
+                # A copy: a slice of a whole tensor would keep the whole one alive.
                 values[key] = layout.local(name, value, param.detach(), what,
-                                           f"state of '{name}', '{key}'")
+                                           f"state of '{name}', '{key}'").clone()
         state[pid] = values
     return {**state_dict, "state": state}
 
@@ -289,7 +332,12 @@ def sharded_state_dict(model: nn.Module) -> dict:
     for key, value in state.items():
         if torch.is_tensor(value) and not _is_dtensor(value) and value.numel() > 0:
             owner = owners.get(value.untyped_storage().data_ptr())
-            if owner is not None and not key.startswith(owner.rpartition(".")[0]):
+            holder, _, leaf = owner.rpartition(".") if owner is not None else ("", "", "")
+            # Its own key, or one of its blocks' (holder.block.leaf).
+            own = owner is None or key == owner or (
+                key.endswith("." + leaf) and key.startswith(holder + "." if holder else "")
+                and key[len(holder) + bool(holder):-len(leaf) - 1].count(".") == 0)
+            if not own:
                 raise ValueError(
                     f"sharded_state_dict: '{key}' is the Domino parameter '{owner}' under another "
                     "name, which would save one rank's shard for every rank; untie it or call "

@@ -75,6 +75,9 @@ def from_hf(model: nn.Module, group: Optional[dist.ProcessGroup] = None, **sched
     SiLU, a head dimension other than ``hidden_size / heads``, a sliding window) raises
     ``ValueError`` naming what differs.
     """
+    if schedule.get("qkv_layout", "blocks") != "blocks":
+        raise ValueError(f"from_hf: qkv_layout={schedule['qkv_layout']!r}; Hugging Face's q, k "
+                         "and v load into the blocks layout only")
     base = getattr(model, "model", None) or getattr(model, "transformer", None) or model
     cfg = base.config
     kind = getattr(cfg, "model_type", type(base).__name__)
@@ -166,6 +169,9 @@ def to_hf_state_dict(model: "DominoTransformer", model_type: str = "llama") -> d
     ``hf_model.model.load_state_dict(state, strict=False)`` (``hf_model.transformer`` for
     gpt2; the embeddings and LM head are the user's). The inverse of ``from_hf``."""
     config = model.config
+    if config.qkv_layout != "blocks":
+        raise ValueError(f"to_hf_state_dict: qkv_layout={config.qkv_layout!r}; only the blocks "
+                         "layout ([q; k; v]) is written out")
     if model_type == "gpt2":
         if (config.normalization != "layernorm" or config.activation not in ("gelu", "gelu_tanh")
                 or config.rotary or not config.bias or config.num_query_groups not in (
