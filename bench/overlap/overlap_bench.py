@@ -49,11 +49,23 @@ MODES = [
     ("no-communication bound", "none", 1, 1, "intra", False),
     ("domino-row no-comm", "row", 2, 1, "inter", False),
     ("domino-2d no-comm", "2d", 2, 2, "inter", False),
+    ("domino-row sp", "row", 2, 1, "inter", True),
 ]
+# Megatron-Core's GPT layers against the Domino spec's, in a Megatron TransformerBlock of the
+# same shape (gelu, LayerNorm, biases, 4h MLP): the Domino paper's own comparison. Name: (spec,
+# sequence parallelism).
+MEGATRON_MODES = {
+    "megatron-local": ("local", False),
+    "megatron-domino": ("domino", False),
+    "megatron-local sp": ("local", True),
+    "megatron-domino sp": ("domino", True),
+}
 TIMELINE_MODES = ["naive", "domino-row", "domino-column", "domino-2d"]
 # Mode against baseline, compared step by step: the modes take turns, so each step of one has a
 # step of the other next to it under the same machine speed, a finer test than two medians.
-PAIRED = [("domino-2d", "domino-row"), ("domino-column", "naive"), ("domino-row", "naive")]
+PAIRED = [("domino-2d", "domino-row"), ("domino-column", "naive"), ("domino-row", "naive"),
+          ("domino-row sp", "domino-row"), ("megatron-domino", "megatron-local"),
+          ("megatron-domino sp", "megatron-local sp")]
 STEP_EVENT = "overlap_step"
 
 
@@ -84,21 +96,29 @@ def worker(args) -> None:
     dist.init_process_group(args.backend, init_method=f"tcp://{args.master}:{args.port}",
                             rank=args.rank, world_size=2, pg_options=options)
     x = torch.randn(args.seq, args.batch, args.hidden, generator=torch.Generator().manual_seed(0))
-    models = {}
+    rows = x.shape[0] // 2
+    mine = x[args.rank * rows:(args.rank + 1) * rows].contiguous()  # this rank's sequence rows
+    models, inputs = {}, {}
     for name, split, mb, cc, overlap, communicate in MODES:
         if name not in args.modes.split(","):
             continue
         models[name] = DominoTransformer(TransformerConfig(
             hidden_size=args.hidden, num_attention_heads=8, num_layers=args.layers,
-            split=split, micro_batches=mb, column_chunks=cc, overlap=overlap))
+            split=split, micro_batches=mb, column_chunks=cc, overlap=overlap,
+            sequence_parallel=name.endswith(" sp")))
         models[name]._drop_communication_for_benchmark(not communicate)
+        inputs[name] = mine if name.endswith(" sp") else x
+    wanted = [n for n in MEGATRON_MODES if n in args.modes.split(",")]
+    if wanted:
+        models.update(megatron_blocks(args, wanted))
+        inputs.update({n: mine if MEGATRON_MODES[n][1] else x for n in wanted})
     # Modes take turns step by step, so the machine's drift (large on a shared VM) hits all alike.
     samples = {name: [] for name in models}
     for step in range(args.steps + 3):
         for name, model in models.items():
             dist.barrier()
             began = time.perf_counter()
-            model(x.requires_grad_()).sum().backward()
+            model(inputs[name].requires_grad_()).sum().backward()
             if step >= 3:  # warm-up
                 samples[name].append(time.perf_counter() - began)
     times = {}
@@ -116,6 +136,49 @@ def worker(args) -> None:
     dist.destroy_process_group()
     if args.rank == 0:
         print(json.dumps(times))
+
+
+def megatron_blocks(args, names: list[str]) -> dict:
+    """Megatron-Core TransformerBlocks of the bench's shape over the world group, as callables
+    of the hidden state: the local spec's (Megatron's own TP) and the Domino spec's."""
+    import warnings
+
+    import torch
+    import torch.nn.functional as F
+    warnings.filterwarnings("ignore")
+    from megatron.core import parallel_state
+    from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
+    from megatron.core.transformer.transformer_block import (TransformerBlock,
+                                                             TransformerBlockSubmodules)
+    from megatron.core.transformer.transformer_config import TransformerConfig
+
+    from torch_domino.megatron import SequenceParallelNorm, get_gpt_layer_domino_spec
+    from torch_domino.megatron.cpu import use_cpu
+
+    parallel_state.initialize_model_parallel(tensor_model_parallel_size=2)
+    use_cpu()
+    mask = torch.ones(args.seq, args.seq, dtype=torch.bool).triu(1).view(1, 1, args.seq, args.seq)
+    blocks = {}
+    for name in names:
+        spec_kind, sp = MEGATRON_MODES[name]
+        config = TransformerConfig(
+            num_layers=args.layers, hidden_size=args.hidden, num_attention_heads=8,
+            ffn_hidden_size=4 * args.hidden, activation_func=F.gelu, normalization="LayerNorm",
+            hidden_dropout=0.0, attention_dropout=0.0, use_cpu_initialization=True,
+            tensor_model_parallel_size=2, sequence_parallel=sp)
+        if spec_kind == "domino":
+            spec = get_gpt_layer_domino_spec(split="row", micro_batches=2, config=config)
+        else:
+            spec = get_gpt_layer_local_spec(normalization="LayerNorm")
+            if sp:
+                spec.submodules.input_layernorm = SequenceParallelNorm
+                spec.submodules.pre_mlp_layernorm = SequenceParallelNorm
+                spec = TransformerBlockSubmodules(layer_specs=[spec] * args.layers,
+                                                  layer_norm=SequenceParallelNorm)
+        torch.manual_seed(7)
+        block = TransformerBlock(config=config, spec=spec)
+        blocks[name] = lambda hidden, block=block: block(hidden, attention_mask=mask)
+    return blocks
 
 
 def trace_steps(args, models: dict, x) -> None:
@@ -297,13 +360,15 @@ def main() -> None:
             rate *= max(naive - bound, 1e-3) / wanted
         trace_dir = tempfile.mkdtemp(prefix="domino-overlap-traces-")
         os.chmod(trace_dir, 0o777)  # the workers may run in other namespaces, same filesystem
-        results = launch(link, args, [m[0] for m in MODES],
+        results = launch(link, args, [m[0] for m in MODES] + list(MEGATRON_MODES),
                          "" if args.no_timeline else trace_dir)
 
     naive = results["naive"]["median_ms"]
     bound = results["no-communication bound"]["median_ms"]
     rows = []
-    for name, *_ in MODES:
+    for name in [m[0] for m in MODES] + list(MEGATRON_MODES):
+        if name not in results:
+            continue
         t = results[name]["median_ms"]
         communicating = name.startswith("domino") and not name.endswith("no-comm")
         hidden = (naive - t) / (naive - bound) if communicating and naive > bound else None
@@ -331,10 +396,18 @@ def main() -> None:
     lines += ["", "Step by step (each step's time against the other mode's step next to it; speed ratio > 1: "
               "the first is faster):", ""]
     for mode, baseline in PAIRED:
+        if mode not in results or baseline not in results:
+            continue
         ratios = [b / m for m, b in zip(results[mode]["steps_ms"], results[baseline]["steps_ms"])]
         faster = sum(r > 1 for r in ratios)
         lines.append(f"- {mode} vs {baseline}: median speed ratio {statistics.median(ratios):.3f}, "
                      f"faster in {faster} of {len(ratios)} steps")
+    megatron = [(d, l) for d, l in PAIRED if d.startswith("megatron") and d in results]
+    if megatron:
+        lines += ["", "Megatron-Core GPT layers (TransformerBlock), Domino spec (row split, 2 micro-batches) "
+                  "over the local spec, median step times:", ""]
+        for domino, local in megatron:
+            lines.append(f"- {domino} vs {local}: {results[local]['median_ms'] / results[domino]['median_ms']:.3f}x")
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     try:
