@@ -64,14 +64,13 @@ std::string algorithm_names(std::string_view op, AlgorithmHome home) {
   return out;
 }
 
-const AlgorithmEntry* cheapest_links_allreduce(int ranks, double bytes, int flows,
-                                               const LinkCost& link, double* seconds) {
+const AlgorithmEntry* cheapest_algorithm(std::string_view op, AlgorithmHome home, int ranks,
+                                         double bytes, int flows, const LinkCost& link,
+                                         double* seconds) {
   const AlgorithmEntry* best = nullptr;
   for (const AlgorithmEntry& e : algorithm_table()) {
-    if (e.allreduce_seconds == nullptr ||
-        find_algorithm(e.name, "all_reduce", AlgorithmHome::kLinks) != &e)
-      continue;
-    const double t = e.allreduce_seconds(ranks, bytes, flows, link);
+    if (e.seconds == nullptr || find_algorithm(e.name, op, home) != &e) continue;
+    const double t = e.seconds(ranks, bytes, flows, link);
     if (best == nullptr || t < *seconds) {
       best = &e;
       *seconds = t;

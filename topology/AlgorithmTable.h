@@ -19,14 +19,19 @@ namespace domino::topology {
 // the shared-memory transport.
 enum class AlgorithmHome { kLinks, kShm };
 
+// Seconds for one call of an entry's op among ranks over link, `flows` of its flows sharing one
+// host's link. bytes is the op's message as the router sizes it: the whole buffer of an
+// all-reduce, broadcast or reduce; one rank's block of an all-gather, reduce-scatter, gather or
+// scatter; what one rank sends in all of an all-to-all; 0 for a barrier.
+using Seconds = double (*)(int ranks, double bytes, int flows, const LinkCost& link);
+
 struct AlgorithmEntry {
   std::string_view name;
   std::string_view description;
   std::vector<std::string_view> ops;  // collective_name() spellings
   AlgorithmHome home;
-  // Seconds for an all-reduce of bytes among ranks, `flows` of them sharing one link; nullptr
-  // where the router does not model the algorithm.
-  double (*allreduce_seconds)(int ranks, double bytes, int flows, const LinkCost& link);
+  // The cost of one call of any of its ops; nullptr where the router does not model it.
+  Seconds seconds;
 };
 
 // Every entry, ordered by home, then name (the same on every rank of one build). Complete once
@@ -41,11 +46,12 @@ const AlgorithmEntry* find_algorithm(std::string_view name, std::string_view op,
 // The names serving `op` at `home`, in table order, e.g. "rabenseifner, recursive_doubling, ring".
 std::string algorithm_names(std::string_view op, AlgorithmHome home);
 
-// The cheapest all-reduce over links among `ranks` for bytes, `flows` of them sharing a link,
+// The cheapest entry serving op at home among `ranks` for bytes, `flows` of them sharing a link,
 // by the entries' own costs (ties: table order); *seconds receives its cost. nullptr when no
-// entry models one.
-const AlgorithmEntry* cheapest_links_allreduce(int ranks, double bytes, int flows,
-                                               const LinkCost& link, double* seconds);
+// entry serving it has a cost.
+const AlgorithmEntry* cheapest_algorithm(std::string_view op, AlgorithmHome home, int ranks,
+                                         double bytes, int flows, const LinkCost& link,
+                                         double* seconds);
 
 // What a transport runs over links when nothing was handed down: at or below
 // small_message_bytes recursive doubling; above it, Rabenseifner for powers of two and ring

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "AlgorithmTable.h"
+#include "PlanTemplates.h"
 
 namespace domino::topology {
 
@@ -16,6 +17,8 @@ Router::Router(GroupLayout layout, CostModel costs, RouterOptions options)
       std::max<int>(2, static_cast<int>(layout_.hosts.size())), costs_.inter);
   one_rank_per_host_ = std::all_of(layout_.host_ranks.begin(), layout_.host_ranks.end(),
                                    [](const auto& ranks) { return ranks.size() <= 1; });
+  for (const auto& ranks : layout_.host_ranks)
+    most_host_ranks_ = std::max(most_host_ranks_, static_cast<int>(ranks.size()));
   std::vector<int> leaving(layout_.hosts.size(), 0);
   const size_t p = layout_.host_of_rank.size();
   for (size_t r = 0; p > 1 && r < p; ++r) {
@@ -28,6 +31,19 @@ bool Router::uses_inter() const {
   return multi_host() || options_.forced_plan == PlanKind::kFlatInter;
 }
 
+bool Router::steps_on(Level level) const {
+  // A plan forced flat never uses the levels: the lane need not hold their resources.
+  const auto forced = options_.forced_plan;
+  if (forced && (*forced == PlanKind::kFlatInter || *forced == PlanKind::kFlatIntra)) return false;
+  for (const Plan& two_level : plan_templates()) {
+    if (!feasible(two_level.kind, two_level.op)) continue;
+    for (const Step& step : two_level.steps) {
+      if (step.action == Action::kCollective && step.level == level) return true;
+    }
+  }
+  return false;
+}
+
 bool Router::feasible(PlanKind kind, Collective op) const {
   switch (kind) {
     case PlanKind::kFlatIntra:
@@ -35,17 +51,34 @@ bool Router::feasible(PlanKind kind, Collective op) const {
     case PlanKind::kFlatInter:
       return multi_host() || options_.forced_plan == PlanKind::kFlatInter;
     case PlanKind::kHierarchical:
-      return (op == Collective::kAllReduce || op == Collective::kAllGather ||
-              op == Collective::kReduceScatter) &&
-             multi_host() && layout_.uniform;
-    case PlanKind::kLeader:
-      return (op == Collective::kAllReduce || op == Collective::kBroadcast) && multi_host();
+    case PlanKind::kLeader: {
+      const Plan* two_level = find_plan_template(kind, op);
+      return two_level != nullptr && multi_host() && (!two_level->needs_uniform || layout_.uniform);
+    }
   }
   return false;
 }
 
-std::string Router::inter_name(const char* name) const {
+std::string Router::inter_name(std::string_view name) const {
   return options_.inter_runs_table ? std::string(name) : std::string();
+}
+
+double Router::units(Blocks blocks) const {
+  const double hosts = static_cast<double>(layout_.hosts.size());
+  switch (blocks) {
+    case Blocks::kOne:
+      return 1;
+    case Blocks::kHostRanks:
+    case Blocks::kMostHostRanks:
+      return most_host_ranks_;
+    case Blocks::kHosts:
+      return hosts;
+    case Blocks::kHostsByMost:
+      return hosts * most_host_ranks_;
+    case Blocks::kGroup:
+      return static_cast<double>(layout_.host_of_rank.size());
+  }
+  return 1;
 }
 
 double Router::inter_allreduce(int ranks, double bytes, int flows, std::string* algorithm) const {
@@ -56,149 +89,159 @@ double Router::inter_allreduce(int ranks, double bytes, int flows, std::string* 
   if (!options_.forced_inter_algorithm.empty()) {
     const AlgorithmEntry* entry =
         find_algorithm(options_.forced_inter_algorithm, "all_reduce", AlgorithmHome::kLinks);
-    if (entry == nullptr || entry->allreduce_seconds == nullptr) {
+    if (entry == nullptr || entry->seconds == nullptr) {
       throw std::invalid_argument("no inter-host all-reduce algorithm '" +
                                   options_.forced_inter_algorithm + "'; there are " +
                                   algorithm_names("all_reduce", AlgorithmHome::kLinks));
     }
-    *algorithm = inter_name(options_.forced_inter_algorithm.c_str());
-    return entry->allreduce_seconds(ranks, bytes, flows, costs_.inter);
+    *algorithm = inter_name(options_.forced_inter_algorithm);
+    return entry->seconds(ranks, bytes, flows, costs_.inter);
   }
   if (!options_.inter_runs_table) {
     // The transport chooses for itself; price what the size rule it is given would take.
     const AlgorithmEntry* entry = find_algorithm(
         auto_links_allreduce(static_cast<size_t>(std::ceil(bytes)), ranks, inter_small_bytes_),
         "all_reduce", AlgorithmHome::kLinks);
-    if (entry != nullptr && entry->allreduce_seconds != nullptr) {
+    if (entry != nullptr && entry->seconds != nullptr) {
       algorithm->clear();
-      return entry->allreduce_seconds(ranks, bytes, flows, costs_.inter);
+      return entry->seconds(ranks, bytes, flows, costs_.inter);
     }
   }
   double seconds = 0;
-  const AlgorithmEntry* best =
-      cheapest_links_allreduce(ranks, bytes, flows, costs_.inter, &seconds);
+  const AlgorithmEntry* best = cheapest_algorithm("all_reduce", AlgorithmHome::kLinks, ranks, bytes,
+                                                  flows, costs_.inter, &seconds);
   if (best == nullptr) {
     throw std::logic_error("the algorithm table has no all-reduce over links with a cost");
   }
-  *algorithm = inter_name(std::string(best->name).c_str());
+  *algorithm = inter_name(best->name);
   return seconds;
 }
 
-double Router::predict(PlanKind kind, Collective op, double n, std::vector<Step>* steps) const {
-  const int p = static_cast<int>(layout_.host_of_rank.size());
-  const int hosts = static_cast<int>(layout_.hosts.size());
-  int local = 1;
-  for (const auto& ranks : layout_.host_ranks)
-    local = std::max(local, static_cast<int>(ranks.size()));
+double Router::intra_seconds(Collective op, int ranks, double n) const {
+  if (ranks <= 1) return 0;
   const LinkCost& s = costs_.intra;
   const double s_alpha = alpha_seconds(s), s_beta = seconds_per_byte(s);
-  auto intra_part = [&](int m, double bytes) {  // reduce-scatter or all-gather inside a host
-    return m <= 1 ? 0.0 : s_alpha + (m - 1.0) / m * bytes * s_beta;
-  };
-  const LinkCost& c = costs_.inter;
-  const double alpha = alpha_seconds(c), beta = seconds_per_byte(c);
-  steps->clear();
-  // In-host steps run on the intra-host transport's own collectives; a host of one rank has none.
-  auto host_step = [&](Collective step_op) {
-    if (local > 1) steps->push_back({Level::kHost, false, step_op, ""});
-  };
-  auto inter_step = [&](Level level, Collective step_op, std::string algorithm) {
-    steps->push_back({level, true, step_op, std::move(algorithm)});
-  };
-  if (kind == PlanKind::kHierarchical && op != Collective::kAllReduce) {
-    // All-gather and reduce-scatter: a ring among the hosts on each rail (n, one rank's block,
-    // per step, `local` rails sharing a link), and the host step over H blocks per rank.
-    if (op == Collective::kReduceScatter) host_step(op);
-    inter_step(Level::kRail, op, inter_name("ring"));
-    if (op == Collective::kAllGather) host_step(op);
-    const double chunks = static_cast<double>(rail_chunks(static_cast<size_t>(n) * p));
-    const double cross = (hosts - 1) * (alpha + n / chunks * beta * local) * chunks;
-    const double in_host = intra_part(local, n / chunks * hosts * local) * chunks;
-    if (chunks < 2) return cross + in_host;
-    return std::max(in_host, cross) + std::min(in_host, cross) / chunks;
-  }
-  if (kind == PlanKind::kHierarchical) {
-    const double chunks = static_cast<double>(rail_chunks(static_cast<size_t>(n)));
-    std::string algorithm;
-    const double cross = inter_allreduce(hosts, n / local / chunks, local, &algorithm) * chunks;
-    host_step(Collective::kReduceScatter);
-    inter_step(Level::kRail, Collective::kAllReduce, algorithm);
-    host_step(Collective::kAllGather);
-    const double in_host = 2 * intra_part(local, n / chunks) * chunks;
-    if (chunks < 2) return in_host + cross;
-    // A pipeline runs at its slower stage; the faster one shows only in filling and draining.
-    return std::max(in_host, cross) + std::min(in_host, cross) / chunks;
-  }
-  if (kind == PlanKind::kLeader && op == Collective::kBroadcast) {
-    // Inside the root's host, a tree among the hosts' first ranks, inside every other host.
-    host_step(op);
-    inter_step(Level::kLeaders, op, inter_name("binomial_tree"));
-    host_step(op);
-    const double in_host = local <= 1 ? 0.0 : s_alpha + n * s_beta;
-    return in_host + log2_ceil(hosts) * (alpha + n * beta) + in_host;
-  }
-  if (kind == PlanKind::kLeader) {
-    std::string algorithm;
-    const double cross = inter_allreduce(hosts, n, 1, &algorithm);
-    host_step(Collective::kReduce);
-    inter_step(Level::kLeaders, Collective::kAllReduce, algorithm);
-    host_step(Collective::kBroadcast);
-    const double in_host = local <= 1 ? 0.0 : s_alpha + n * s_beta;
-    const double wakeup = local <= 1 ? 0.0 : costs_.idle_wakeup_us * 1e-6;
-    return in_host + cross + in_host + wakeup;
-  }
-  if (kind == PlanKind::kFlatIntra) {
-    // Only a links algorithm is handed down; shared memory's own (direct, rsag) reach it at
-    // creation, and any other transport keeps its own all-reduce.
-    const AlgorithmEntry* links =
-        op == Collective::kAllReduce
-            ? find_algorithm(options_.forced_intra_algorithm, "all_reduce", AlgorithmHome::kLinks)
-            : nullptr;
-    steps->push_back({Level::kGroup, false, op, links != nullptr ? std::string(links->name) : ""});
-    switch (op) {
-      case Collective::kAllReduce:
-        if (links != nullptr && links->allreduce_seconds != nullptr && p > 1) {
-          return links->allreduce_seconds(p, n, 1, s);
-        }
-        return 2 * intra_part(p, n);
-      case Collective::kAllGather:
-      case Collective::kReduceScatter:
-        return intra_part(p, n * p);
-      case Collective::kBarrier:
-        return s_alpha;
-      default:
-        return s_alpha + n * s_beta;
-    }
-  }
-  // Flat over the inter-host transport: every rank's traffic crosses, `local` flows per link.
-  auto flat = [&](const char* algorithm) { inter_step(Level::kGroup, op, inter_name(algorithm)); };
+  // A reduce-scatter or all-gather of `whole` bytes in all: each rank moves all but its share.
+  auto part = [&](double whole) { return s_alpha + (ranks - 1.0) / ranks * whole * s_beta; };
   switch (op) {
-    case Collective::kAllReduce: {
-      std::string algorithm;
-      const double t = inter_allreduce(p, n, local, &algorithm);
-      inter_step(Level::kGroup, op, algorithm);
-      return t;
-    }
-    case Collective::kBroadcast:
-    case Collective::kReduce:
-      flat("binomial_tree");
-      return log2_ceil(p) * (alpha + n * beta);
+    case Collective::kAllReduce:
+      return 2 * part(n);
     case Collective::kAllGather:
     case Collective::kReduceScatter:
-      flat("ring");
-      return (p - 1) * (alpha + n * beta * ring_flows_);
+      return part(n * ranks);
     case Collective::kGather:
     case Collective::kScatter:
-      flat("direct");
-      return alpha + (p - 1) * n * beta;
-    case Collective::kAllToAll:
-      flat("direct");
-      return alpha + (p - 1.0) / p * n * beta * local;
+      return s_alpha + (ranks - 1.0) * n * s_beta;  // the root's own block stays put
     case Collective::kBarrier:
-      flat("dissemination");
-      return log2_ceil(p) * alpha;
+      return s_alpha;
+    default:
+      return s_alpha + n * s_beta;
   }
-  return 0;
+}
+
+double Router::step_seconds(Step& step, double bytes) const {
+  step.algorithm.clear();
+  if (step.action != Action::kCollective) return 0;  // local copies: not modeled
+  const int hosts = static_cast<int>(layout_.hosts.size());
+  const int group = static_cast<int>(layout_.host_of_rank.size());
+  const int ranks = step.level == Level::kGroup  ? group
+                    : step.level == Level::kHost ? most_host_ranks_
+                                                 : hosts;
+  if (ranks <= 1) return 0;
+  if (!step.inter) {
+    // Only a links algorithm is handed down inside the host; the intra-host transport's own
+    // collectives decide for themselves.
+    const AlgorithmEntry* links =
+        step.op == Collective::kAllReduce && step.level == Level::kGroup
+            ? find_algorithm(options_.forced_intra_algorithm, "all_reduce", AlgorithmHome::kLinks)
+            : nullptr;
+    if (links != nullptr && links->seconds != nullptr) {
+      step.algorithm = std::string(links->name);
+      return links->seconds(ranks, bytes, 1, costs_.intra);
+    }
+    return intra_seconds(step.op, ranks, bytes);
+  }
+  // How many of the step's flows share one host's link: every rail at once; a flat ring's
+  // edges leaving one host; every rank of a host in a flat all-reduce or all-to-all.
+  int flows = 1;
+  if (step.level == Level::kRail && step.members == Members::kAll) {
+    flows = most_host_ranks_;
+  } else if (step.level == Level::kGroup) {
+    flows = step.op == Collective::kAllGather || step.op == Collective::kReduceScatter ? ring_flows_
+            : step.op == Collective::kAllReduce || step.op == Collective::kAllToAll
+                ? most_host_ranks_
+                : 1;
+  }
+  if (step.op == Collective::kAllReduce)
+    return inter_allreduce(ranks, bytes, flows, &step.algorithm);
+  double seconds = 0;
+  const AlgorithmEntry* best = cheapest_algorithm(collective_name(step.op), AlgorithmHome::kLinks,
+                                                  ranks, bytes, flows, costs_.inter, &seconds);
+  if (best == nullptr) {
+    throw std::logic_error(std::string("the algorithm table has no ") + collective_name(step.op) +
+                           " over links with a cost");
+  }
+  step.algorithm = inter_name(best->name);
+  return seconds;
+}
+
+Plan Router::priced(PlanKind kind, Collective op, size_t bytes) const {
+  Plan plan;
+  if (kind == PlanKind::kFlatIntra || kind == PlanKind::kFlatInter) {
+    plan.kind = kind;
+    plan.op = op;
+    Step step;
+    step.inter = kind == PlanKind::kFlatInter;
+    step.op = op;
+    step.in = {Buffer::kSend, Blocks::kOne};
+    step.out = {Buffer::kRecv, Blocks::kOne};
+    step.root = rooted(op) ? RootIs::kCallRoot : RootIs::kNone;
+    plan.steps.push_back(step);
+  } else {
+    plan = *find_plan_template(kind, op);
+    // Hosts of one rank: a step inside the host is this rank alone, its data staying put.
+    for (Step& step : plan.steps) {
+      if (most_host_ranks_ == 1 && step.action == Action::kCollective && step.level == Level::kHost)
+        step.action = Action::kCopy;
+    }
+  }
+  const double n = static_cast<double>(bytes);
+  const bool blocks_op = op == Collective::kAllGather || op == Collective::kReduceScatter ||
+                         op == Collective::kGather || op == Collective::kScatter;
+  if (plan.pipelined) {
+    plan.chunks = rail_chunks(blocks_op ? bytes * layout_.host_of_rank.size() : bytes);
+  }
+  const double chunks = static_cast<double>(plan.chunks);
+  // What each step moves per chunk: its op's message (AlgorithmTable.h) in units of the plan.
+  const double unit = n / units(plan.data_blocks) / chunks;
+  auto message = [&](const Step& step) {
+    if (plan.flat()) return n;
+    const bool by_output = step.op == Collective::kReduceScatter || step.op == Collective::kScatter;
+    return unit * units(by_output ? step.out.blocks : step.in.blocks);
+  };
+  // The steps before the rail's, the rail's, and those after: a pipeline's three stages.
+  double before = 0, rail = 0, after = 0;
+  bool waits = false, past_rail = false;
+  for (Step& step : plan.steps) {
+    const double seconds = step_seconds(step, message(step)) * chunks;
+    if (step.action == Action::kCollective && step.level == Level::kRail) {
+      rail += seconds;
+      past_rail = true;
+    } else {
+      (past_rail ? after : before) += seconds;
+    }
+    // Ranks that sit out an inter-host step wait for it asleep, and must be woken.
+    waits = waits || (step.inter && step.members != Members::kAll && most_host_ranks_ > 1);
+  }
+  const double in_host = before + after;
+  double total = in_host + rail;
+  // A pipeline runs at its slower stage; the faster one shows only in filling and draining.
+  if (plan.pipelined && chunks >= 2) {
+    total = std::max(in_host, rail) + std::min(in_host, rail) / chunks;
+  }
+  if (waits) total += costs_.idle_wakeup_us * 1e-6;
+  plan.predicted_us = 1e6 * total;
+  return plan;
 }
 
 Plan Router::plan(PlanKind kind, Collective op, size_t bytes) const {
@@ -206,22 +249,14 @@ Plan Router::plan(PlanKind kind, Collective op, size_t bytes) const {
     throw std::invalid_argument(std::string("plan ") + plan_name(kind) + " cannot serve " +
                                 collective_name(op) + " in this group");
   }
-  Plan plan;
-  plan.kind = kind;
-  plan.predicted_us = 1e6 * predict(kind, op, static_cast<double>(bytes), &plan.steps);
-  if (kind == PlanKind::kHierarchical) {
-    // All-gather and reduce-scatter: bytes is one rank's block; the pipeline cuts them all.
-    plan.chunks =
-        rail_chunks(op == Collective::kAllReduce ? bytes : bytes * layout_.host_of_rank.size());
-  }
-  return plan;
+  return priced(kind, op, bytes);
 }
 
 std::vector<Plan> Router::candidates(Collective op, size_t bytes) const {
   std::vector<Plan> plans;
   for (PlanKind kind :
        {PlanKind::kFlatIntra, PlanKind::kFlatInter, PlanKind::kHierarchical, PlanKind::kLeader}) {
-    if (feasible(kind, op)) plans.push_back(plan(kind, op, bytes));
+    if (feasible(kind, op)) plans.push_back(priced(kind, op, bytes));
   }
   std::stable_sort(plans.begin(), plans.end(),
                    [](const Plan& a, const Plan& b) { return a.predicted_us < b.predicted_us; });

@@ -1,26 +1,18 @@
 // Which plan a collective takes, from where the group's ranks sit and what each transport costs,
-// as a Plan (Plan.h): its steps, each step's algorithm, its chunks. Plans:
-//   flat_intra    one communicator over the group on the intra-host transport (one host only);
-//   flat_inter    one communicator over the group on the inter-host transport;
-//   hierarchical  split-rail all-reduce: reduce-scatter inside each host, all-reduce of each
-//                 1/L slice among the ranks with the same local rank across hosts, all-gather
-//                 inside the host; all-gather: among the ranks with the same local rank across
-//                 hosts, then inside the host; reduce-scatter: the reverse (uniform layouts: L
-//                 ranks on every host);
-//   leader        all-reduce: reduce to each host's first rank, all-reduce among those,
-//                 broadcast inside the host (latency-optimal for small messages); broadcast:
-//                 inside the root's host, among the hosts' first ranks, inside every other host
-//                 (any layout).
-// The router predicts each feasible plan's time with the alpha-beta model and takes the
-// cheapest, unless one is forced. Each inter-host all-reduce step takes the cheapest algorithm
-// of the table (AlgorithmTable.h) by the table's own costs, and the executor hands that name
-// to the transport with the call: what the router predicts and reports is what runs.
-// Torch-free.
+// as a Plan (Plan.h): its steps, each step's algorithm, its chunks. The candidates are the flat
+// plans (one collective over the whole group, on the intra-host transport on one host, on the
+// inter-host one across hosts) and every two-level template that serves the op in this layout
+// (PlanTemplates.h). The router prices each candidate step by step with the alpha-beta model:
+// every step on the inter-host transport takes the cheapest algorithm of the table
+// (AlgorithmTable.h) for its op by the table's own costs, and the executor hands that name to the
+// transport with the call, so what the router predicts and reports is what runs. It takes the
+// cheapest plan, unless one is forced. Torch-free.
 #pragma once
 
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "CostModel.h"
@@ -35,9 +27,9 @@ struct RouterOptions {
   // DOMINO_ALGO=intra:<links all-reduce>: what a one-host all-reduce step runs, handed to the
   // intra-host transport with each call; empty, or shared memory's own names: its own choice.
   std::string forced_intra_algorithm;
-  // Hierarchical all-reduces, all-gathers and reduce-scatters in host memory go through their
-  // steps in chunks of about this many bytes of the whole message, pipelined so the link never
-  // waits for the host steps; 0: in one piece (DOMINO_RAIL_CHUNK_BYTES).
+  // Hierarchical plans in host memory go through their steps in chunks of about this many bytes
+  // of the whole message, pipelined so the link never waits for the host steps; 0: in one piece
+  // (DOMINO_RAIL_CHUNK_BYTES).
   size_t rail_chunk_bytes = size_t{2} << 20;
   // Whether the inter-host transport runs the table's algorithms over links (UCX, a plugin
   // with links); else its collectives are its own, and its steps name no algorithm.
@@ -48,8 +40,9 @@ class Router {
  public:
   Router(GroupLayout layout, CostModel costs, RouterOptions options);
 
-  // The plan for op on a message of bytes (per rank: the input of all-reduce, one rank's block
-  // of all-gather and reduce-scatter). Never returns an infeasible plan: a forced plan that
+  // The plan for op on a message of bytes, per rank as the table sizes them (AlgorithmTable.h:
+  // the buffer of all-reduce, broadcast and reduce, one rank's block of all-gather,
+  // reduce-scatter, gather and scatter). Never returns an infeasible plan: a forced plan that
   // cannot serve op falls back to the best feasible one.
   Plan choose(Collective op, size_t bytes) const;
   // Every feasible plan with its predicted time, cheapest first.
@@ -58,9 +51,9 @@ class Router {
   // kind cannot serve op.
   Plan plan(PlanKind kind, Collective op, size_t bytes) const;
 
-  // How many chunks a hierarchical plan over a message of bytes goes in (the all-reduce's input,
-  // the all-gather's output, the reduce-scatter's input): about rail_chunk_bytes each, at most
-  // kMaxRailChunks; 1 when that is fewer than 2 (one piece).
+  // How many chunks a pipelined plan over a whole message of bytes goes in (all ranks' blocks
+  // for all-gather and reduce-scatter): about rail_chunk_bytes each, at most kMaxRailChunks; 1
+  // when that is fewer than 2 (one piece).
   static constexpr size_t kMaxRailChunks = 16;
   size_t rail_chunks(size_t bytes) const;
 
@@ -70,20 +63,30 @@ class Router {
   bool multi_host() const { return !layout_.single_host(); }
   // Whether the group needs communicators of the inter-host transport at all.
   bool uses_inter() const;
+  // Whether some plan that may serve an op in this group steps on level (besides kGroup): the
+  // communicators a lane must build.
+  bool steps_on(Level level) const;
   const GroupLayout& layout() const { return layout_; }
   const CostModel& costs() const { return costs_; }
   const RouterOptions& options() const { return options_; }
 
  private:
   bool feasible(PlanKind kind, Collective op) const;
-  // Seconds for plan kind of op over bytes; steps receives its steps.
-  double predict(PlanKind kind, Collective op, double bytes, std::vector<Step>* steps) const;
+  // The plan of kind for op, its algorithms chosen and its time predicted; kind must be feasible.
+  Plan priced(PlanKind kind, Collective op, size_t bytes) const;
+  // Seconds for one step whose op moves bytes (as AlgorithmTable.h sizes them); step.algorithm
+  // receives what runs.
+  double step_seconds(Step& step, double bytes) const;
   // Time of an inter-host all-reduce of bytes among ranks ranks, flows of them sharing one
   // host's link at once; algorithm receives what the inter transport runs.
   double inter_allreduce(int ranks, double bytes, int flows, std::string* algorithm) const;
+  // An in-host step on the intra-host transport's own collectives among ranks.
+  double intra_seconds(Collective op, int ranks, double bytes) const;
   // An inter-host step's algorithm as reported and handed down: name where the transport runs
   // the table's algorithms, "" where its own collectives decide.
-  std::string inter_name(const char* name) const;
+  std::string inter_name(std::string_view name) const;
+  // How many units (Plan.h) blocks stands for, sized for pricing: the largest host's.
+  double units(Blocks blocks) const;
 
   GroupLayout layout_;
   CostModel costs_;
@@ -95,6 +98,7 @@ class Router {
   int ring_flows_ = 1;
   // Every host has one rank: the split-rail plans are a single rail step, nothing to pipeline.
   bool one_rank_per_host_ = false;
+  int most_host_ranks_ = 1;
 };
 
 }  // namespace domino::topology

@@ -12,6 +12,7 @@
 namespace domino {
 
 using topology::Collective;
+using topology::Level;
 using topology::PlanKind;
 
 namespace {
@@ -41,17 +42,19 @@ RoutedComm::RoutedComm(const topology::Router& router, int rank, const Factory& 
   for (int r = 0; r < size_; ++r) everyone[static_cast<size_t>(r)] = r;
   if (!router.multi_host() && !router.uses_inter()) {
     flat_intra_ = make({"", false, everyone});
+    one_host_allreduce_ = router.choose(Collective::kAllReduce, 0);
     return;
   }
   flat_inter_ = make({"inter", true, everyone});
   if (!router.multi_host()) return;
-  // A plan forced flat never uses the levels: do not hold their resources.
-  const auto forced = router.options().forced_plan;
-  if (forced && (*forced == PlanKind::kFlatInter || *forced == PlanKind::kFlatIntra)) return;
+  // The communicators of the levels some plan of this layout steps on, in an order every rank
+  // shares.
   const int host = layout.host_of_rank[static_cast<size_t>(rank)];
   const std::vector<int>& mine = layout.host_ranks[static_cast<size_t>(host)];
-  if (mine.size() > 1) local_ = make({"local" + std::to_string(host), false, mine});
-  if (layout.uniform) {
+  if (router.steps_on(Level::kHost) && mine.size() > 1) {
+    local_ = make({"local" + std::to_string(host), false, mine});
+  }
+  if (router.steps_on(Level::kRail)) {
     const int local_rank = layout.local_rank[static_cast<size_t>(rank)];
     std::vector<int> rail;
     for (const auto& ranks : layout.host_ranks)
@@ -64,7 +67,7 @@ RoutedComm::RoutedComm(const topology::Router& router, int rank, const Factory& 
       kinds.push_back(plan.kind);
     small_allreduce_trial_.emplace(kinds);
   }
-  if (mine.front() == rank) {
+  if (router.steps_on(Level::kLeaders) && mine.front() == rank) {
     std::vector<int> leaders;
     for (const auto& ranks : layout.host_ranks) leaders.push_back(ranks.front());
     std::sort(leaders.begin(), leaders.end());
@@ -74,15 +77,20 @@ RoutedComm::RoutedComm(const topology::Router& router, int rank, const Factory& 
 
 topology::Plan RoutedComm::plan_for(Collective op, size_t bytes) {
   // One communicator, nothing to choose: keep the router off the hot path.
-  topology::Plan plan;
-  if (flat_inter_) plan = router_.choose(op, bytes);
-  last_plan_ = topology::plan_name(plan.kind);
-  return plan;
+  if (!flat_inter_) return flat_plan(op, bytes);
+  return router_.choose(op, bytes);
 }
 
-bool RoutedComm::two_level(PlanKind kind) const {
-  return (kind == PlanKind::kHierarchical && rail_) ||
-         (kind == PlanKind::kLeader && (leaders_ || local_));
+topology::Plan RoutedComm::flat_plan(Collective op, size_t bytes) const {
+  if (flat_inter_) return router_.plan(PlanKind::kFlatInter, op, bytes);
+  if (op == Collective::kAllReduce) return one_host_allreduce_;
+  topology::Plan plan;
+  plan.op = op;
+  topology::Step step;
+  step.op = op;
+  step.root = topology::rooted(op) ? topology::RootIs::kCallRoot : topology::RootIs::kNone;
+  plan.steps.push_back(step);
+  return plan;
 }
 
 Communicator& RoutedComm::flat_comm(PlanKind kind) {
@@ -90,17 +98,12 @@ Communicator& RoutedComm::flat_comm(PlanKind kind) {
   return flat_inter_ ? *flat_inter_ : *flat_intra_;
 }
 
-Communicator& RoutedComm::flat(Collective op, size_t bytes) {
-  return flat_comm(plan_for(op, bytes).kind);
-}
-
-void RoutedComm::allreduce(const domino_buffer_t& send, const domino_buffer_t& recv_buffer,
+void RoutedComm::allreduce(const domino_buffer_t& send, const domino_buffer_t& recv,
                            domino_redop_t op) {
-  domino_buffer_t recv = recv_buffer;
   const size_t bytes = recv.count * dtype_size(recv.dtype);
+  const Call call{Collective::kAllReduce, send, recv, op};
   if (!flat_inter_) {
-    last_plan_ = topology::plan_name(PlanKind::kFlatIntra);
-    flat_intra_->allreduce(send, recv, op);
+    run(one_host_allreduce_, call);
     return;
   }
   PlanTrial* trial =
@@ -111,7 +114,7 @@ void RoutedComm::allreduce(const domino_buffer_t& send, const domino_buffer_t& r
                                                  Collective::kAllReduce, bytes);
   const bool timed = trial != nullptr && !trial->decided();
   const auto began = std::chrono::steady_clock::now();
-  run_allreduce(plan, send, recv, op);
+  run(plan, call);
   if (!timed) return;
   trial->record(std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
   if (trial->measured()) {
@@ -132,125 +135,61 @@ void RoutedComm::allreduce(const domino_buffer_t& send, const domino_buffer_t& r
   }
 }
 
-void RoutedComm::run_allreduce(const topology::Plan& plan, const domino_buffer_t& send,
-                               domino_buffer_t& recv, domino_redop_t op) {
-  const PlanKind kind = plan.kind;
-  last_plan_ = topology::plan_name(kind);
-  if (kind != PlanKind::kHierarchical && kind != PlanKind::kLeader) {
-    flat_comm(kind).allreduce(send, recv, op,
-                              plan.algorithm_of(topology::Level::kGroup, Collective::kAllReduce));
-    return;
-  }
-  const size_t bytes = recv.count * dtype_size(recv.dtype);
-  if (send.ptr != recv.ptr && bytes > 0) memory_->copy(recv.ptr, send.ptr, bytes, recv.device);
-  // AVG is a sum until the end: a mean of per-host means would weigh hosts, not ranks.
-  const domino_redop_t step_op = op == DOMINO_AVG ? DOMINO_SUM : op;
-  run_two_level("allreduce", plan, [&] {
-    if (kind == PlanKind::kHierarchical) {
-      allreduce_hierarchical(plan, recv, step_op);
-    } else {
-      allreduce_leader(plan, recv, step_op);
-    }
-  });
-  if (op == DOMINO_AVG) memory_->divide(recv, size_);
-}
-
-template <class Steps>
-void RoutedComm::run_two_level(const char* op, const topology::Plan& plan, Steps&& steps) {
-  try {
-    steps();
-  } catch (const TransportError& e) {
-    // A step that broke (a peer died or never came) leaves the other steps' partners waiting
-    // on this rank: ending them here tells them now, not at their timeout.
-    if (e.status() == DOMINO_ERR_TIMEOUT || e.status() == DOMINO_ERR_PEER) abort();
-    // The failing step names its own sub-group; say which collective it was part of.
-    throw TransportError(e.status(), std::string(op) + " (" + topology::plan_name(plan.kind) +
-                                         " plan across hosts: " + plan.describe() +
-                                         ") failed in one of its steps: " + e.what());
-  }
-}
-
-void RoutedComm::broadcast_leader(domino_buffer_t buffer, int root) {
-  const topology::GroupLayout& layout = router_.layout();
-  const int root_host = layout.host_of_rank[static_cast<size_t>(root)];
-  const bool root_side = layout.host_of_rank[static_cast<size_t>(rank_)] == root_host;
-  if (root_side && local_) local_->broadcast(buffer, layout.local_rank[static_cast<size_t>(root)]);
-  // Hosts are numbered by their first rank, so host h's first rank is leader h.
-  if (leaders_) leaders_->broadcast(buffer, root_host);
-  if (!root_side && local_) local_->broadcast(buffer, 0);
-}
-
-void RoutedComm::allreduce_leader(const topology::Plan& plan, domino_buffer_t& data,
-                                  domino_redop_t op) {
-  if (local_) local_->reduce(data, data, op, 0);
-  if (leaders_)
-    leaders_->allreduce(data, data, op,
-                        plan.algorithm_of(topology::Level::kLeaders, Collective::kAllReduce));
-  if (local_) local_->broadcast(data, 0);
-}
-
 void RoutedComm::barrier() {
-  flat(Collective::kBarrier, 0).barrier();
+  const domino_buffer_t none{nullptr, 0, DOMINO_UINT8, -1};
+  run(plan_for(Collective::kBarrier, 0), {Collective::kBarrier, none, none});
 }
 
-void RoutedComm::broadcast(const domino_buffer_t& buffer_in, int root) {
-  domino_buffer_t buffer = buffer_in;
-  const topology::Plan plan =
-      plan_for(Collective::kBroadcast, buffer.count * dtype_size(buffer.dtype));
-  // A bad root is the flat communicator's to refuse.
-  if (two_level(plan.kind) && root >= 0 && root < size_) {
-    run_two_level("broadcast", plan, [&] { broadcast_leader(buffer, root); });
-    return;
-  }
-  flat_comm(plan.kind).broadcast(buffer, root);
+void RoutedComm::broadcast(const domino_buffer_t& buffer, int root) {
+  const size_t bytes = buffer.count * dtype_size(buffer.dtype);
+  const Call call{Collective::kBroadcast, buffer, buffer, DOMINO_SUM, root};
+  // A bad root is the flat communicator's to refuse, as it would be on one host.
+  const bool valid = root >= 0 && root < size_;
+  run(valid ? plan_for(Collective::kBroadcast, bytes) : flat_plan(Collective::kBroadcast, bytes),
+      call);
 }
 
-void RoutedComm::reduce(const domino_buffer_t& send, const domino_buffer_t& recv_buffer,
-                        domino_redop_t op, int root) {
-  domino_buffer_t recv = recv_buffer;
-  flat(Collective::kReduce, send.count * dtype_size(send.dtype)).reduce(send, recv, op, root);
+void RoutedComm::reduce(const domino_buffer_t& send, const domino_buffer_t& recv, domino_redop_t op,
+                        int root) {
+  const size_t bytes = send.count * dtype_size(send.dtype);
+  const bool valid = root >= 0 && root < size_;
+  run(valid ? plan_for(Collective::kReduce, bytes) : flat_plan(Collective::kReduce, bytes),
+      {Collective::kReduce, send, recv, op, root});
 }
 
-void RoutedComm::allgather(const domino_buffer_t& send, const domino_buffer_t& recv_buffer) {
-  domino_buffer_t recv = recv_buffer;
-  const topology::Plan plan = plan_for(Collective::kAllGather, send.count * dtype_size(send.dtype));
-  if (two_level(plan.kind)) {
-    run_two_level("allgather", plan, [&] { allgather_hierarchical(plan, send, recv); });
-    return;
-  }
-  flat_comm(plan.kind).allgather(send, recv);
+void RoutedComm::allgather(const domino_buffer_t& send, const domino_buffer_t& recv) {
+  run(plan_for(Collective::kAllGather, send.count * dtype_size(send.dtype)),
+      {Collective::kAllGather, send, recv});
 }
 
-void RoutedComm::reduce_scatter(const domino_buffer_t& send, const domino_buffer_t& recv_buffer,
+void RoutedComm::reduce_scatter(const domino_buffer_t& send, const domino_buffer_t& recv,
                                 domino_redop_t op) {
-  domino_buffer_t recv = recv_buffer;
-  const topology::Plan plan =
-      plan_for(Collective::kReduceScatter, recv.count * dtype_size(recv.dtype));
-  if (two_level(plan.kind)) {
-    run_two_level("reduce_scatter", plan,
-                  [&] { reduce_scatter_hierarchical(plan, send, recv, op); });
-    return;
-  }
-  flat_comm(plan.kind).reduce_scatter(send, recv, op);
+  run(plan_for(Collective::kReduceScatter, recv.count * dtype_size(recv.dtype)),
+      {Collective::kReduceScatter, send, recv, op});
 }
 
-void RoutedComm::gather(const domino_buffer_t& send, const domino_buffer_t& recv_buffer, int root) {
-  domino_buffer_t recv = recv_buffer;
-  flat(Collective::kGather, send.count * dtype_size(send.dtype)).gather(send, recv, root);
+void RoutedComm::gather(const domino_buffer_t& send, const domino_buffer_t& recv, int root) {
+  const size_t bytes = send.count * dtype_size(send.dtype);
+  const bool valid = root >= 0 && root < size_;
+  run(valid ? plan_for(Collective::kGather, bytes) : flat_plan(Collective::kGather, bytes),
+      {Collective::kGather, send, recv, DOMINO_SUM, root});
 }
 
-void RoutedComm::scatter(const domino_buffer_t& send, const domino_buffer_t& recv_buffer,
-                         int root) {
-  domino_buffer_t recv = recv_buffer;
-  flat(Collective::kScatter, recv.count * dtype_size(recv.dtype)).scatter(send, recv, root);
+void RoutedComm::scatter(const domino_buffer_t& send, const domino_buffer_t& recv, int root) {
+  const size_t bytes = recv.count * dtype_size(recv.dtype);
+  const bool valid = root >= 0 && root < size_;
+  run(valid ? plan_for(Collective::kScatter, bytes) : flat_plan(Collective::kScatter, bytes),
+      {Collective::kScatter, send, recv, DOMINO_SUM, root});
 }
 
 void RoutedComm::alltoall(const domino_buffer_t& send, const uint64_t* send_counts,
                           const uint64_t* send_offsets, const domino_buffer_t& recv_buffer,
                           const uint64_t* recv_counts, const uint64_t* recv_offsets) {
+  // Counts and offsets per peer: no plan but the flat one takes them.
   domino_buffer_t recv = recv_buffer;
-  flat(Collective::kAllToAll, send.count * dtype_size(send.dtype))
-      .alltoall(send, send_counts, send_offsets, recv, recv_counts, recv_offsets);
+  const topology::Plan plan = flat_plan(Collective::kAllToAll, send.count * dtype_size(send.dtype));
+  last_plan_ = topology::plan_name(plan.kind);
+  flat_comm(plan.kind).alltoall(send, send_counts, send_offsets, recv, recv_counts, recv_offsets);
 }
 
 void RoutedComm::send(const domino_buffer_t& buffer_in, int peer, int tag) {

@@ -1,8 +1,9 @@
-// One lane's communication for a group, as the router plans it: a single communicator over the
-// whole group (shared memory on one host, the inter-host transport across hosts), plus, for a
-// group that spans hosts, the pieces hierarchical plans use: the ranks of this host (intra-host
-// transport), the ranks with this local rank on every host (the "rail"), and the first rank of
-// every host (the leaders). Each collective asks the router for its plan. Torch-free.
+// One lane's communication for a group, as the router plans it: the communicators every
+// candidate plan of the group's layout runs on (a single one over the whole group: shared memory
+// on one host, the inter-host transport across hosts; and for a group across hosts the ranks of
+// this host, the ranks with this local rank on every host (the "rail"), and the first rank of
+// every host (the leaders)), and the executor that runs any plan's steps on them (PlanRun.cpp).
+// Each collective asks the router for its plan. Torch-free.
 #pragma once
 
 #include <functional>
@@ -75,31 +76,27 @@ class RoutedComm {
   const std::string& last_plan() const { return last_plan_; }
 
  private:
-  // The plan op takes (kept for last_plan()), asking the router only across communicators.
+  // One collective call as the plan's steps see it.
+  struct Call {
+    topology::Collective op;
+    domino_buffer_t send;
+    domino_buffer_t recv;
+    domino_redop_t redop = DOMINO_SUM;
+    int root = -1;
+  };
+  // The plan op takes, asking the router only across communicators.
   topology::Plan plan_for(topology::Collective op, size_t bytes);
-  // Whether kind is a two-level plan this rank has the communicators for.
-  bool two_level(topology::PlanKind kind) const;
+  // The flat plan over the communicator this rank has for the whole group.
+  topology::Plan flat_plan(topology::Collective op, size_t bytes) const;
   // The whole-group communicator a flat plan runs on.
   Communicator& flat_comm(topology::PlanKind kind);
-  // The whole-group communicator a flat plan of op uses.
-  Communicator& flat(topology::Collective op, size_t bytes);
-  void run_allreduce(const topology::Plan& plan, const domino_buffer_t& send, domino_buffer_t& recv,
-                     domino_redop_t op);
-  void allreduce_hierarchical(const topology::Plan& plan, domino_buffer_t& data, domino_redop_t op);
-  void allreduce_leader(const topology::Plan& plan, domino_buffer_t& data, domino_redop_t op);
-  // Runs a two-level plan's steps; a failing step's error also names the op and the plan.
-  template <class Steps>
-  void run_two_level(const char* op, const topology::Plan& plan, Steps&& steps);
-  void allgather_hierarchical(const topology::Plan& plan, const domino_buffer_t& send,
-                              domino_buffer_t recv);
-  void reduce_scatter_hierarchical(const topology::Plan& plan, const domino_buffer_t& send,
-                                   domino_buffer_t recv, domino_redop_t op);
-  void broadcast_leader(domino_buffer_t buffer, int root);
-  // Copies the block of every (local rank, host) pair between a buffer in group-rank order
-  // (rank r's block at r * group_stride) and one in [local rank][host] order, the order the host
-  // step's blocks come in.
-  void permute_blocks(char* group_order, size_t group_stride, char* host_order, size_t block_bytes,
-                      bool to_host_order, int device);
+  // Runs plan for call (PlanRun.cpp): a flat plan as one call, any other step by step; a
+  // failing step's error also names the op and the plan.
+  void run(const topology::Plan& plan, const Call& call);
+  void run_flat(const topology::Plan& plan, const Call& call);
+  void run_steps(const topology::Plan& plan, const Call& call);
+  // This rank's communicator for level; nullptr where it has none (a host of one rank).
+  Communicator* level_comm(topology::Level level);
   // Chunks plan goes in, in this memory (1: one piece; devices' communicators are
   // stream-ordered and never pipelined).
   static size_t pipeline_chunks(const topology::Plan& plan, int device);
@@ -119,6 +116,9 @@ class RoutedComm {
   ThreadPlacement rail_thread_;
   std::string last_plan_;
   std::optional<PlanTrial> small_allreduce_trial_;  // groups across hosts, plan not forced
+  // One host: every all-reduce's plan is the same (a flat one, with the in-host algorithm a
+  // user forced, if any), made once.
+  topology::Plan one_host_allreduce_;
 };
 
 }  // namespace domino

@@ -32,11 +32,17 @@ void reduce_binomial(PeerLinks& links, const void* send, void* recv, size_t coun
 }
 
 namespace {
+// log p rounds of the whole message, one flow per rank.
+double reduce_seconds(int ranks, double bytes, int flows, const topology::LinkCost& c) {
+  return topology::log2_ceil(ranks) *
+         (topology::alpha_seconds(c) + bytes * topology::seconds_per_byte(c) * flows);
+}
+
 const bool registered = register_algorithm({"binomial_tree",
                                             "log p rounds to the root",
                                             {"reduce"},
                                             topology::AlgorithmHome::kLinks,
-                                            nullptr});
+                                            reduce_seconds});
 }  // namespace
 
 }  // namespace domino::algorithms

@@ -38,12 +38,18 @@ void alltoall_direct(PeerLinks& links, const void* send, const uint64_t* send_co
 }
 
 namespace {
+// Every rank sends (p-1)/p of what it sends in all at once.
+double alltoall_seconds(int ranks, double bytes, int flows, const topology::LinkCost& c) {
+  return topology::alpha_seconds(c) +
+         (ranks - 1.0) / ranks * bytes * topology::seconds_per_byte(c) * flows;
+}
+
 const bool registered =
     register_algorithm({"direct",
                         "every rank posts a message per peer at once, staggered",
                         {"all_to_all"},
                         topology::AlgorithmHome::kLinks,
-                        nullptr});
+                        alltoall_seconds});
 }  // namespace
 
 }  // namespace domino::algorithms

@@ -24,11 +24,16 @@ void gather_direct(PeerLinks& links, const void* send, void* recv, size_t block_
 }
 
 namespace {
+// The root's link carries every other rank's block.
+double gather_seconds(int ranks, double bytes, int flows, const topology::LinkCost& c) {
+  return topology::alpha_seconds(c) + (ranks - 1.0) * bytes * topology::seconds_per_byte(c) * flows;
+}
+
 const bool registered = register_algorithm({"direct",
                                             "the root posts a receive per peer at once",
                                             {"gather"},
                                             topology::AlgorithmHome::kLinks,
-                                            nullptr});
+                                            gather_seconds});
 }  // namespace
 
 }  // namespace domino::algorithms

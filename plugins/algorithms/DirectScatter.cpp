@@ -24,11 +24,16 @@ void scatter_direct(PeerLinks& links, const void* send, void* recv, size_t block
 }
 
 namespace {
+// The root's link carries every other rank's block.
+double scatter_seconds(int ranks, double bytes, int flows, const topology::LinkCost& c) {
+  return topology::alpha_seconds(c) + (ranks - 1.0) * bytes * topology::seconds_per_byte(c) * flows;
+}
+
 const bool registered = register_algorithm({"direct",
                                             "the root posts a send per peer at once",
                                             {"scatter"},
                                             topology::AlgorithmHome::kLinks,
-                                            nullptr});
+                                            scatter_seconds});
 }  // namespace
 
 }  // namespace domino::algorithms

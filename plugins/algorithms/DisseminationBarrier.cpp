@@ -12,11 +12,15 @@ void barrier_dissemination(PeerLinks& links) {
 }
 
 namespace {
+double barrier_seconds(int ranks, double, int, const topology::LinkCost& c) {
+  return topology::log2_ceil(ranks) * topology::alpha_seconds(c);
+}
+
 const bool registered = register_algorithm({"dissemination",
                                             "ceil(log2 p) rounds of empty messages",
                                             {"barrier"},
                                             topology::AlgorithmHome::kLinks,
-                                            nullptr});
+                                            barrier_seconds});
 }  // namespace
 
 }  // namespace domino::algorithms

@@ -17,8 +17,8 @@ std::map<std::string, AllreduceBody, std::less<>>& bodies() {
 bool register_allreduce(topology::AlgorithmEntry entry, AllreduceBody body) {
   const bool serves =
       std::find(entry.ops.begin(), entry.ops.end(), "all_reduce") != entry.ops.end();
-  if (!serves || entry.home != topology::AlgorithmHome::kLinks ||
-      entry.allreduce_seconds == nullptr || body == nullptr) {
+  if (!serves || entry.home != topology::AlgorithmHome::kLinks || entry.seconds == nullptr ||
+      body == nullptr) {
     throw std::logic_error("all-reduce algorithm '" + std::string(entry.name) +
                            "' must serve all_reduce over links, with a cost and a body");
   }

@@ -18,11 +18,17 @@ void allgather_ring(PeerLinks& links, const void* send, void* recv, size_t block
 }
 
 namespace {
+// p-1 rounds of one block, `flows` ring edges sharing a host's link.
+double allgather_seconds(int ranks, double bytes, int flows, const topology::LinkCost& c) {
+  return (ranks - 1.0) *
+         (topology::alpha_seconds(c) + bytes * topology::seconds_per_byte(c) * flows);
+}
+
 const bool registered = register_algorithm({"ring",
                                             "p-1 rounds of one block around the ranks",
                                             {"all_gather"},
                                             topology::AlgorithmHome::kLinks,
-                                            nullptr});
+                                            allgather_seconds});
 }  // namespace
 
 }  // namespace domino::algorithms

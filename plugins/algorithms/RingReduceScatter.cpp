@@ -29,12 +29,18 @@ void reduce_scatter_ring(PeerLinks& links, const void* send, void* recv, size_t 
 }
 
 namespace {
+// p-1 rounds of one block, `flows` ring edges sharing a host's link.
+double reduce_scatter_seconds(int ranks, double bytes, int flows, const topology::LinkCost& c) {
+  return (ranks - 1.0) *
+         (topology::alpha_seconds(c) + bytes * topology::seconds_per_byte(c) * flows);
+}
+
 const bool registered =
     register_algorithm({"ring",
                         "p-1 rounds of one block around the ranks, reduced on the way",
                         {"reduce_scatter"},
                         topology::AlgorithmHome::kLinks,
-                        nullptr});
+                        reduce_scatter_seconds});
 }  // namespace
 
 }  // namespace domino::algorithms

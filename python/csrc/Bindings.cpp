@@ -289,7 +289,7 @@ PYBIND11_MODULE(_C, m) {
           for (std::string_view op : e.ops) ops.append(std::string(op));
           entry["ops"] = ops;
           entry["runs_on"] = e.home == topo::AlgorithmHome::kLinks ? "links" : "shm";
-          entry["modeled"] = e.allreduce_seconds != nullptr;
+          entry["modeled"] = e.seconds != nullptr;
           out.append(entry);
         }
         return out;

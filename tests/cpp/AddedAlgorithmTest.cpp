@@ -116,6 +116,28 @@ TEST(AddedAlgorithm, ItRunsOverUcxWhenTheRouterHandsItDown) {
   }
 }
 
+TEST(AddedAlgorithm, OnOneHostItRunsOverSharedMemorysLinksWhenForced) {
+  // DOMINO_ALGO=intra:star: every all-reduce of the one-host group runs it, at every size.
+  topology::RouterOptions intra;
+  intra.forced_intra_algorithm = "star";
+  const auto outcomes = testing::run_routed(
+      {"a", "a", "a"}, intra, [](int rank, int size, RoutedComm& comm) -> std::string {
+        for (size_t n : {size_t{1}, size_t{1} << 20}) {
+          std::vector<int64_t> data(n), want(n, 0);
+          for (size_t i = 0; i < n; ++i) data[i] = testing::v(rank, i);
+          for (int r = 0; r < size; ++r) {
+            for (size_t i = 0; i < n; ++i) want[i] += testing::v(r, i);
+          }
+          const int before = star_runs.load();
+          comm.allreduce(testing::buf(data), testing::buf(data), DOMINO_SUM);
+          if (auto e = testing::expect_eq(data, want, "allreduce"); !e.empty()) return e;
+          if (star_runs.load() == before) return "the star did not run for " + std::to_string(n);
+        }
+        return {};
+      });
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(outcomes[r].message, "") << "rank " << r;
+}
+
 TEST(AddedAlgorithm, APluginWithOnlyLinksRunsItByName) {
   static PluginRegistry registry({DOMINO_TEST_PLUGIN_DIR});
   const domino_plugin_t* mailbox = registry.find("mailbox");

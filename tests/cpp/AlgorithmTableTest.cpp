@@ -39,9 +39,9 @@ TEST(AlgorithmTable, EveryAllReduceOverLinksRunsUnderItsNameAndHasACost) {
     const std::string name(entry.name);
     EXPECT_EQ(algorithms::parse_allreduce_algorithm(name.c_str(), "test"), name);
     EXPECT_NE(algorithms::find_allreduce(name), nullptr) << name;
-    ASSERT_NE(entry.allreduce_seconds, nullptr) << name;
+    ASSERT_NE(entry.seconds, nullptr) << name;
     topology::LinkCost link{30, 1.2};
-    EXPECT_GT(entry.allreduce_seconds(4, 1 << 20, 1, link), 0) << name;
+    EXPECT_GT(entry.seconds(4, 1 << 20, 1, link), 0) << name;
   }
   // Registered by their own files, none of which the rest of the build calls: the whole
   // archive is linked.
@@ -77,20 +77,29 @@ TEST(AlgorithmTable, TheCheapestAllReduceIsTheTablesOwnCostMinimum) {
   for (int ranks : {2, 3, 4, 6, 8}) {
     for (double bytes : {64.0, 65536.0, 1048576.0, 67108864.0}) {
       double seconds = 0;
-      const auto* best = topology::cheapest_links_allreduce(ranks, bytes, 1, link, &seconds);
+      const auto* best = topology::cheapest_algorithm("all_reduce", AlgorithmHome::kLinks, ranks,
+                                                      bytes, 1, link, &seconds);
       ASSERT_NE(best, nullptr);
       for (const auto& entry : topology::algorithm_table()) {
-        if (entry.allreduce_seconds == nullptr || entry.home != AlgorithmHome::kLinks) continue;
-        EXPECT_LE(seconds, entry.allreduce_seconds(ranks, bytes, 1, link)) << entry.name;
+        if (topology::find_algorithm(entry.name, "all_reduce", AlgorithmHome::kLinks) != &entry)
+          continue;
+        EXPECT_LE(seconds, entry.seconds(ranks, bytes, 1, link)) << entry.name;
       }
     }
   }
   double seconds = 0;
-  EXPECT_EQ(topology::cheapest_links_allreduce(4, 64, 1, link, &seconds)->name,
-            "recursive_doubling");
-  EXPECT_EQ(topology::cheapest_links_allreduce(4, 64 << 20, 1, link, &seconds)->name,
+  EXPECT_EQ(
+      topology::cheapest_algorithm("all_reduce", AlgorithmHome::kLinks, 4, 64, 1, link, &seconds)
+          ->name,
+      "recursive_doubling");
+  EXPECT_EQ(topology::cheapest_algorithm("all_reduce", AlgorithmHome::kLinks, 4, 64 << 20, 1, link,
+                                         &seconds)
+                ->name,
             "rabenseifner");
-  EXPECT_EQ(topology::cheapest_links_allreduce(6, 64 << 20, 1, link, &seconds)->name, "ring");
+  EXPECT_EQ(topology::cheapest_algorithm("all_reduce", AlgorithmHome::kLinks, 6, 64 << 20, 1, link,
+                                         &seconds)
+                ->name,
+            "ring");
 }
 
 TEST(AlgorithmTable, RecursiveDoublingWinsOnlyForSmallMessages) {

@@ -2,6 +2,7 @@
 // works and never yields an infeasible plan, and that predictions follow the cost model.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "topology/AlgorithmTable.h"
@@ -36,7 +37,9 @@ TEST(Router, HierarchicalAllReducesArePipelinedInChunksTheReportShows) {
   // All-gather and reduce-scatter take one rank's block: 4 MiB among 4 ranks is 16 MiB in all.
   EXPECT_EQ(router.choose(Collective::kAllGather, 4u << 20).chunks, 8u);
   EXPECT_EQ(router.choose(Collective::kReduceScatter, 4u << 20).chunks, 8u);
-  EXPECT_EQ(router.choose(Collective::kBroadcast, 16u << 20).chunks, 1u);
+  // A broadcast along the rails is pipelined too; through the leaders it goes in one piece.
+  EXPECT_EQ(router.choose(Collective::kBroadcast, 16u << 20).chunks, 8u);
+  EXPECT_EQ(router.plan(PlanKind::kLeader, Collective::kBroadcast, 16u << 20).chunks, 1u);
   // One rank per host: the rail is the whole group, one step with nothing to overlap.
   const Router alone(hosts_of({"a", "b", "c"}), CostModel{}, forced);
   EXPECT_EQ(alone.rail_chunks(16u << 20), 1u);
@@ -90,22 +93,29 @@ TEST(Router, NonUniformLayoutsNeverGetTheSplitRailPlan) {
   EXPECT_FALSE(plan.forced);
 }
 
-TEST(Router, GathersAndScattersOfBlocksGoByRailBroadcastsByLeadersTheRestFlat) {
+TEST(Router, BlocksBroadcastsAndReducesGoByRailTheRestFlat) {
   const Router router(kFourByEight, CostModel{}, {});
   for (Collective op : all_collectives()) {
-    const PlanKind want = op == Collective::kAllGather || op == Collective::kReduceScatter
+    const PlanKind want = op == Collective::kAllGather || op == Collective::kReduceScatter ||
+                                  op == Collective::kBroadcast || op == Collective::kReduce
                               ? PlanKind::kHierarchical
-                          : op == Collective::kBroadcast ? PlanKind::kLeader
                           : op == Collective::kAllReduce ? router.choose(op, 1 << 20).kind
                                                          : PlanKind::kFlatInter;
     EXPECT_EQ(router.choose(op, 1 << 20).kind, want) << collective_name(op);
   }
-  // Without the same number of ranks on every host there are no rails: all-gather goes flat,
-  // while a broadcast still goes through the hosts' first ranks.
+  // Without the same number of ranks on every host there are no rails: the leaders' plans
+  // serve every op that has one, in any layout, against the flat ones.
   const Router uneven(kTwoPlusOne, CostModel{}, {});
-  EXPECT_EQ(uneven.choose(Collective::kAllGather, 1 << 20).kind, PlanKind::kFlatInter);
-  EXPECT_EQ(uneven.choose(Collective::kReduceScatter, 1 << 20).kind, PlanKind::kFlatInter);
+  for (Collective op : {Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter,
+                        Collective::kBroadcast, Collective::kReduce}) {
+    std::vector<PlanKind> kinds;
+    for (const Plan& plan : uneven.candidates(op, 1 << 20)) kinds.push_back(plan.kind);
+    EXPECT_EQ(kinds.size(), 2u) << collective_name(op);
+    EXPECT_NE(std::find(kinds.begin(), kinds.end(), PlanKind::kLeader), kinds.end());
+    EXPECT_EQ(std::find(kinds.begin(), kinds.end(), PlanKind::kHierarchical), kinds.end());
+  }
   EXPECT_EQ(uneven.choose(Collective::kBroadcast, 1 << 20).kind, PlanKind::kLeader);
+  EXPECT_EQ(uneven.choose(Collective::kGather, 1 << 20).kind, PlanKind::kFlatInter);
 }
 
 TEST(Router, AFlatRingWhoseRanksAlternateHostsIsPricedForEveryEdgeCrossing) {
@@ -161,8 +171,8 @@ TEST(Router, APlanIsItsStepsWithTheAlgorithmEachHandsDown) {
   EXPECT_TRUE(big.steps[1].inter);
   // The rail's all-reduce: the table's cheapest for one chunk's slice, 2 hosts, 2 rails a link.
   double seconds = 0;
-  const auto* cheapest =
-      cheapest_links_allreduce(2, (16u << 20) / 2.0 / 8, 2, CostModel{}.inter, &seconds);
+  const auto* cheapest = cheapest_algorithm("all_reduce", AlgorithmHome::kLinks, 2,
+                                            (16u << 20) / 2.0 / 8, 2, CostModel{}.inter, &seconds);
   ASSERT_NE(cheapest, nullptr);
   EXPECT_EQ(big.algorithm_of(Level::kRail, Collective::kAllReduce), cheapest->name);
   EXPECT_EQ(big.describe(), "reduce_scatter@host > all_reduce@rail:" + std::string(cheapest->name) +
@@ -180,7 +190,7 @@ TEST(Router, APlanIsItsStepsWithTheAlgorithmEachHandsDown) {
   const Plan theirs = Router(kTwoByTwo, CostModel{}, own).choose(Collective::kAllReduce, 64);
   EXPECT_EQ(theirs.inter_algorithm(), "");
   for (const Step& step : theirs.steps) EXPECT_EQ(step.algorithm, "");
-  EXPECT_THROW(router.plan(PlanKind::kLeader, Collective::kAllGather, 64), std::invalid_argument);
+  EXPECT_THROW(router.plan(PlanKind::kLeader, Collective::kGather, 64), std::invalid_argument);
 }
 
 TEST(Router, AForcedInHostAlgorithmNamesTheOneHostAllReduceAndPricesItByTheTable) {
@@ -193,8 +203,7 @@ TEST(Router, AForcedInHostAlgorithmNamesTheOneHostAllReduceAndPricesItByTheTable
   const AlgorithmEntry* entry = find_algorithm("ring", "all_reduce", AlgorithmHome::kLinks);
   ASSERT_NE(entry, nullptr);
   const int ranks = static_cast<int>(kOneHost.host_of_rank.size());
-  EXPECT_NEAR(plan.predicted_us,
-              entry->allreduce_seconds(ranks, 1 << 20, 1, CostModel{}.intra) * 1e6, 1e-6);
+  EXPECT_NEAR(plan.predicted_us, entry->seconds(ranks, 1 << 20, 1, CostModel{}.intra) * 1e6, 1e-6);
   // Other ops keep the transport's own collectives.
   EXPECT_EQ(router.choose(Collective::kAllGather, 64).describe(), "all_gather@group");
   // Shared memory's own names reach it at creation, not per call: any other transport keeps its
