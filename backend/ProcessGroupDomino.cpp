@@ -405,11 +405,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
       if (aborted_.load()) throw std::runtime_error(aborted_message(op));
       if (on_device) {
         device_->run(*work, body, lane_index, *on_device);  // completes it on its comm stream
+        recorder.completed(recorded);
       } else {
         body(*work, communicator(lane_index));
+        // Before the waiter is released: a dump taken right after wait() sees it completed.
+        recorder.completed(recorded);
         work->complete();
       }
-      recorder.completed(recorded);
     } catch (const std::exception& e) {
       // The op's place in its group's sequence, as the Flight Recorder numbers it.
       const std::string which =
