@@ -421,7 +421,8 @@ RoutedComm& DeviceTransport::device_communicator(int lane, c10::Device device,
   }
   options.rail_chunk_bytes = 0;  // stream-ordered steps: NCCL pipelines within each
   options.inter_runs_table = group_.nccl_runs_table;
-  options.forced_intra_algorithm.clear();  // DOMINO_ALGO=intra: is for host memory
+  options.forced_intra_algorithm.clear();  // DOMINO_ALGO's in-host algorithms are for host memory
+  options.intra_home = std::nullopt;       // NCCL chooses for itself
   slot->router = std::make_unique<topology::Router>(group_.layout, group_.router.costs(), options);
   void* native = device_runtime_->native_handle(stream);
   Communicator* root = nullptr;

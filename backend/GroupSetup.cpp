@@ -2,8 +2,11 @@
 // costs), which transports they load, and where this rank's communication runs.
 #include <sched.h>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
+#include <string_view>
+#include <thread>
 
 #include "ProcessGroupDomino.h"
 #include "StoreBootstrap.h"
@@ -134,6 +137,10 @@ topology::Router ProcessGroupDomino::agree_on_routing(const std::string& host_li
   // them down alike, or one runs the named algorithm while another runs the plugin's own.
   const bool inter_runs_table = runs_algorithm_table(inter_plugin_);
   mine.emplace_back("inter.runs_table", inter_runs_table ? "1" : "0");
+  // Shared memory's single-copy paths need a CPU per rank; every rank prices them with rank 0's
+  // count, so all take the same path.
+  mine.emplace_back("intra.cpus",
+                    std::to_string(std::max(1u, std::thread::hardware_concurrency())));
   const std::string agreed = rank0s("domino/routing", encode_record(mine));
   std::map<std::string, std::string> fields;
   bool rank0_runs_table = inter_runs_table;
@@ -145,6 +152,7 @@ topology::Router ProcessGroupDomino::agree_on_routing(const std::string& host_li
                std::stod(fields.at(prefix + ".gbytes_per_s")), fields.at(prefix + ".source")};
     }
     rank0_runs_table = fields.at("inter.runs_table") == "1";
+    costs.intra.cpus = std::stoi(fields.at("intra.cpus"));
   } catch (const std::exception& e) {
     C10_THROW_ERROR(DistBackendError, std::string("domino: init of ") + label() +
                                           ": rank 0's routing record '" + agreed +
@@ -184,6 +192,16 @@ topology::Router ProcessGroupDomino::agree_on_routing(const std::string& host_li
               "(DOMINO_INTRA_TRANSPORT=auto) or drop intra:",
               settings_.intra_algorithm, ".");
   options.rail_chunk_bytes = settings_.rail_chunk_bytes;
+  costs.intra.single_copy = settings_.single_copy;
+  // Which of the table's names the intra-host transport takes per call: shared memory's own; a
+  // plugin with only links runs those over links; any other keeps its own choice.
+  if (std::string_view(plugin_->name) == "shm") {
+    options.intra_home = topology::AlgorithmHome::kShm;
+  } else if (plugin_->allreduce == nullptr && PluginLinks::available(plugin_)) {
+    options.intra_home = topology::AlgorithmHome::kLinks;
+  } else {
+    options.intra_home = std::nullopt;
+  }
   log_line(LogLevel::kDebug, rank_, label() + ": host layout " + host_list);
   return topology::Router(layout_, costs, options);
 }

@@ -35,10 +35,6 @@
 namespace domino {
 
 namespace {
-constexpr uint64_t kDirectOnlyBytes = ~0ull;
-
-constexpr uint64_t kAlwaysChunked = 1;
-
 std::exception_ptr as_backend_error(const std::string& message) {
   try {
     C10_THROW_ERROR(DistBackendError, message);
@@ -280,9 +276,7 @@ RoutedComm& ProcessGroupDomino::communicator(int lane) {
       const std::string& forced = router_->options().forced_inter_algorithm;
       config.algorithm = forced.empty() ? nullptr : forced.c_str();
     } else {
-      config.small_message_bytes = settings_.intra_algorithm == "direct" ? kDirectOnlyBytes
-                                   : settings_.intra_algorithm == "rsag" ? kAlwaysChunked
-                                                                         : 0;
+      // Which path each call takes is the router's choice, handed down with the call.
       config.single_copy = settings_.single_copy ? 0 : -1;
     }
     lanes_.pause_for_higher(lane, config);

@@ -1,5 +1,7 @@
 #include "AlgorithmTable.h"
 
+#include "ShmCosts.h"
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -7,20 +9,44 @@ namespace domino::topology {
 
 namespace {
 std::vector<AlgorithmEntry>& entries() {
-  // The shared-memory transport's fused all-reduces: native, no model of their own (the router
-  // prices in-host steps from the measured intra cost).
-  static std::vector<AlgorithmEntry> table = {
-      {"direct",
-       "every rank reduces the whole message from the segment (latency-optimal)",
-       {"all_reduce"},
-       AlgorithmHome::kShm,
-       nullptr},
-      {"rsag",
-       "each rank reduces its slice of every chunk, then all copy the slices out",
-       {"all_reduce"},
-       AlgorithmHome::kShm,
-       nullptr},
-  };
+  // The shared-memory transport's own algorithms, one entry per op each serves, priced by
+  // ShmCosts.h; the router hands their names down through the plugin ABI's collective_with.
+  static std::vector<AlgorithmEntry> table = [] {
+    constexpr auto shm = AlgorithmHome::kShm;
+    const char* segment = "through the shared segment's slots, pipelined in chunks";
+    const char* single_copy = "read straight from the peers' memory (process_vm_readv)";
+    std::vector<AlgorithmEntry> built_in = {
+        {"direct",
+         "every rank reduces the whole message from the segment (latency-optimal)",
+         {"all_reduce"},
+         shm,
+         shm_direct_seconds},
+        {"rsag",
+         "each rank reduces its slice of every chunk, then all copy the slices out",
+         {"all_reduce"},
+         shm,
+         shm_rsag_seconds},
+        {"single_copy", single_copy, {"all_reduce"}, shm, shm_single_copy_allreduce_seconds},
+        {"single_copy", single_copy, {"all_gather"}, shm, shm_single_copy_allgather_seconds},
+        {"single_copy",
+         single_copy,
+         {"reduce_scatter"},
+         shm,
+         shm_single_copy_reduce_scatter_seconds},
+        {"segment", segment, {"all_gather"}, shm, shm_segment_blocks_seconds},
+        {"segment", segment, {"reduce_scatter"}, shm, shm_segment_blocks_seconds},
+        {"segment", segment, {"broadcast"}, shm, shm_segment_whole_seconds},
+        {"segment", segment, {"reduce"}, shm, shm_segment_whole_seconds},
+        {"segment", segment, {"gather"}, shm, shm_segment_gather_seconds},
+        {"segment", segment, {"scatter"}, shm, shm_segment_gather_seconds},
+        {"segment", segment, {"all_to_all"}, shm, shm_segment_whole_seconds},
+        {"segment", segment, {"barrier"}, shm, shm_segment_barrier_seconds},
+    };
+    std::stable_sort(
+        built_in.begin(), built_in.end(),
+        [](const AlgorithmEntry& a, const AlgorithmEntry& b) { return a.name < b.name; });
+    return built_in;
+  }();
   return table;
 }
 }  // namespace

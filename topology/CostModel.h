@@ -12,6 +12,10 @@ struct LinkCost {
   double latency_us = 0;           // alpha
   double gbytes_per_s = 1;         // 1 / beta
   std::string source = "default";  // "default", "configured" or "measured", for the report
+  // What shared memory's own algorithms read (ShmCosts.h): the CPUs of the host (0: unknown,
+  // as many as ranks), and whether its ranks may read each other's memory (DOMINO_SINGLE_COPY).
+  int cpus = 0;
+  bool single_copy = true;
 
   double seconds_for(double bytes) const {
     return latency_us * 1e-6 + bytes / (gbytes_per_s * 1e9);

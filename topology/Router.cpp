@@ -149,17 +149,24 @@ double Router::step_seconds(Step& step, double bytes) const {
                                                  : hosts;
   if (ranks <= 1) return 0;
   if (!step.inter) {
-    // Only a links algorithm is handed down inside the host; the intra-host transport's own
-    // collectives decide for themselves.
-    const AlgorithmEntry* links =
-        step.op == Collective::kAllReduce && step.level == Level::kGroup
-            ? find_algorithm(options_.forced_intra_algorithm, "all_reduce", AlgorithmHome::kLinks)
-            : nullptr;
-    if (links != nullptr && links->seconds != nullptr) {
-      step.algorithm = std::string(links->name);
-      return links->seconds(ranks, bytes, 1, costs_.intra);
+    const char* op = collective_name(step.op);
+    const AlgorithmEntry* chosen = nullptr;
+    double seconds = 0;
+    if (step.op == Collective::kAllReduce && !options_.forced_intra_algorithm.empty()) {
+      const auto& forced = options_.forced_intra_algorithm;
+      chosen = find_algorithm(forced, op, AlgorithmHome::kLinks);
+      if (chosen == nullptr) chosen = find_algorithm(forced, op, AlgorithmHome::kShm);
+      if (chosen != nullptr && chosen->seconds != nullptr) {
+        seconds = chosen->seconds(ranks, bytes, 1, costs_.intra);
+      }
+    } else if (options_.intra_home) {
+      chosen =
+          cheapest_algorithm(op, *options_.intra_home, ranks, bytes, 1, costs_.intra, &seconds);
     }
-    return intra_seconds(step.op, ranks, bytes);
+    if (chosen == nullptr) return intra_seconds(step.op, ranks, bytes);
+    step.algorithm = std::string(chosen->name);
+    // A forced path outside its regime is priced as what the transport's own choice costs.
+    return std::isfinite(seconds) && seconds > 0 ? seconds : intra_seconds(step.op, ranks, bytes);
   }
   // How many of the step's flows share one host's link: every rail at once; a flat ring's
   // edges leaving one host; every rank of a host in a flat all-reduce or all-to-all.

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "AlgorithmTable.h"
 #include "CostModel.h"
 #include "GroupLayout.h"
 #include "Plan.h"
@@ -24,9 +25,13 @@ namespace domino::topology {
 struct RouterOptions {
   std::optional<PlanKind> forced_plan;  // DOMINO_ALGO=flat|hierarchical|leader
   std::string forced_inter_algorithm;   // DOMINO_ALGO=ring|recursive_doubling|rabenseifner
-  // DOMINO_ALGO=intra:<links all-reduce>: what a one-host all-reduce step runs, handed to the
-  // intra-host transport with each call; empty, or shared memory's own names: its own choice.
+  // DOMINO_ALGO=direct|rsag|single_copy|intra:<links all-reduce>: what every all-reduce step
+  // on the intra-host transport runs, handed down with each call.
   std::string forced_intra_algorithm;
+  // Which of the table's algorithms the intra-host transport runs by name: shared memory's own,
+  // or those over links (a plugin with links); none: it chooses for itself, and its steps name
+  // no algorithm.
+  std::optional<AlgorithmHome> intra_home = AlgorithmHome::kShm;
   // Hierarchical plans in host memory go through their steps in chunks of about this many bytes
   // of the whole message, pipelined so the link never waits for the host steps; 0: in one piece
   // (DOMINO_RAIL_CHUNK_BYTES).

@@ -151,31 +151,32 @@ void RoutedComm::run(const topology::Plan& plan, const Call& call) {
 
 void RoutedComm::run_flat(const topology::Plan& plan, const Call& call) {
   Communicator& comm = flat_comm(plan.kind);
+  const std::string& algorithm = plan.steps.front().algorithm;
   domino_buffer_t recv = call.recv;
   switch (call.op) {
     case Collective::kAllReduce:
-      comm.allreduce(call.send, recv, call.redop, plan.steps.front().algorithm);
+      comm.allreduce(call.send, recv, call.redop, algorithm);
       return;
     case Collective::kBroadcast:
-      comm.broadcast(recv, call.root);
+      comm.broadcast(recv, call.root, algorithm);
       return;
     case Collective::kReduce:
-      comm.reduce(call.send, recv, call.redop, call.root);
+      comm.reduce(call.send, recv, call.redop, call.root, algorithm);
       return;
     case Collective::kAllGather:
-      comm.allgather(call.send, recv);
+      comm.allgather(call.send, recv, algorithm);
       return;
     case Collective::kReduceScatter:
-      comm.reduce_scatter(call.send, recv, call.redop);
+      comm.reduce_scatter(call.send, recv, call.redop, algorithm);
       return;
     case Collective::kGather:
-      comm.gather(call.send, recv, call.root);
+      comm.gather(call.send, recv, call.root, algorithm);
       return;
     case Collective::kScatter:
-      comm.scatter(call.send, recv, call.root);
+      comm.scatter(call.send, recv, call.root, algorithm);
       return;
     case Collective::kBarrier:
-      comm.barrier();
+      comm.barrier(algorithm);
       return;
     case Collective::kAllToAll:
       break;
@@ -282,25 +283,25 @@ void RoutedComm::run_steps(const topology::Plan& plan, const Call& call) {
       case Collective::kBroadcast:
         if (in.ptr != out.ptr && out.count > 0)
           memory_->copy(out.ptr, in.ptr, out.count * element, device);
-        comm->broadcast(out, root);
+        comm->broadcast(out, root, step.algorithm);
         return;
       case Collective::kReduce:
-        comm->reduce(in, out, step_op, root);
+        comm->reduce(in, out, step_op, root, step.algorithm);
         return;
       case Collective::kAllGather:
-        comm->allgather(in, out);
+        comm->allgather(in, out, step.algorithm);
         return;
       case Collective::kReduceScatter:
-        comm->reduce_scatter(in, out, step_op);
+        comm->reduce_scatter(in, out, step_op, step.algorithm);
         return;
       case Collective::kGather:
-        comm->gather(in, out, root);
+        comm->gather(in, out, root, step.algorithm);
         return;
       case Collective::kScatter:
-        comm->scatter(in, out, root);
+        comm->scatter(in, out, root, step.algorithm);
         return;
       case Collective::kBarrier:
-        comm->barrier();
+        comm->barrier(step.algorithm);
         return;
       case Collective::kAllToAll:
         break;

@@ -42,7 +42,6 @@ RoutedComm::RoutedComm(const topology::Router& router, int rank, const Factory& 
   for (int r = 0; r < size_; ++r) everyone[static_cast<size_t>(r)] = r;
   if (!router.multi_host() && !router.uses_inter()) {
     flat_intra_ = make({"", false, everyone});
-    one_host_allreduce_ = router.choose(Collective::kAllReduce, 0);
     return;
   }
   flat_inter_ = make({"inter", true, everyone});
@@ -75,22 +74,20 @@ RoutedComm::RoutedComm(const topology::Router& router, int rank, const Factory& 
   }
 }
 
-topology::Plan RoutedComm::plan_for(Collective op, size_t bytes) {
-  // One communicator, nothing to choose: keep the router off the hot path.
-  if (!flat_inter_) return flat_plan(op, bytes);
-  return router_.choose(op, bytes);
+const topology::Plan& RoutedComm::plan_for(Collective op, size_t bytes,
+                                           std::optional<PlanKind> kind) {
+  // Bytes past 2^48 share keys; their plans are the same in all but a report's figures.
+  const uint64_t key = (static_cast<uint64_t>(op) << 56) |
+                       (static_cast<uint64_t>(kind ? static_cast<int>(*kind) + 1 : 0) << 48) |
+                       std::min<uint64_t>(bytes, (uint64_t{1} << 48) - 1);
+  if (const auto found = plans_.find(key); found != plans_.end()) return found->second;
+  if (plans_.size() >= kCachedPlans) plans_.clear();
+  return plans_.emplace(key, kind ? router_.plan(*kind, op, bytes) : router_.choose(op, bytes))
+      .first->second;
 }
 
-topology::Plan RoutedComm::flat_plan(Collective op, size_t bytes) const {
-  if (flat_inter_) return router_.plan(PlanKind::kFlatInter, op, bytes);
-  if (op == Collective::kAllReduce) return one_host_allreduce_;
-  topology::Plan plan;
-  plan.op = op;
-  topology::Step step;
-  step.op = op;
-  step.root = topology::rooted(op) ? topology::RootIs::kCallRoot : topology::RootIs::kNone;
-  plan.steps.push_back(step);
-  return plan;
+const topology::Plan& RoutedComm::flat_plan(Collective op, size_t bytes) {
+  return plan_for(op, bytes, flat_inter_ ? PlanKind::kFlatInter : PlanKind::kFlatIntra);
 }
 
 Communicator& RoutedComm::flat_comm(PlanKind kind) {
@@ -102,16 +99,12 @@ void RoutedComm::allreduce(const domino_buffer_t& send, const domino_buffer_t& r
                            domino_redop_t op) {
   const size_t bytes = recv.count * dtype_size(recv.dtype);
   const Call call{Collective::kAllReduce, send, recv, op};
-  if (!flat_inter_) {
-    run(one_host_allreduce_, call);
-    return;
-  }
   PlanTrial* trial =
       small_allreduce_trial_ && bytes <= PlanTrial::kMaxBytes ? &*small_allreduce_trial_ : nullptr;
-  const topology::Plan plan = trial == nullptr
-                                  ? router_.choose(Collective::kAllReduce, bytes)
-                                  : router_.plan(trial->decided() ? trial->winner() : trial->next(),
-                                                 Collective::kAllReduce, bytes);
+  const topology::Plan& plan = trial == nullptr
+                                   ? plan_for(Collective::kAllReduce, bytes)
+                                   : plan_for(Collective::kAllReduce, bytes,
+                                              trial->decided() ? trial->winner() : trial->next());
   const bool timed = trial != nullptr && !trial->decided();
   const auto began = std::chrono::steady_clock::now();
   run(plan, call);
@@ -187,9 +180,11 @@ void RoutedComm::alltoall(const domino_buffer_t& send, const uint64_t* send_coun
                           const uint64_t* recv_counts, const uint64_t* recv_offsets) {
   // Counts and offsets per peer: no plan but the flat one takes them.
   domino_buffer_t recv = recv_buffer;
-  const topology::Plan plan = flat_plan(Collective::kAllToAll, send.count * dtype_size(send.dtype));
+  const topology::Plan& plan =
+      flat_plan(Collective::kAllToAll, send.count * dtype_size(send.dtype));
   last_plan_ = topology::plan_name(plan.kind);
-  flat_comm(plan.kind).alltoall(send, send_counts, send_offsets, recv, recv_counts, recv_offsets);
+  flat_comm(plan.kind).alltoall(send, send_counts, send_offsets, recv, recv_counts, recv_offsets,
+                                plan.steps.front().algorithm);
 }
 
 void RoutedComm::send(const domino_buffer_t& buffer_in, int peer, int tag) {

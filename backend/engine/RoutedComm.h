@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "PlanTrial.h"
@@ -73,7 +74,7 @@ class RoutedComm {
   bool abort();
 
   // The plan each op took last, by name (observability; tests check routing with it).
-  const std::string& last_plan() const { return last_plan_; }
+  std::string last_plan() const { return last_plan_; }
 
  private:
   // One collective call as the plan's steps see it.
@@ -84,10 +85,12 @@ class RoutedComm {
     domino_redop_t redop = DOMINO_SUM;
     int root = -1;
   };
-  // The plan op takes, asking the router only across communicators.
-  topology::Plan plan_for(topology::Collective op, size_t bytes);
+  // The plan op takes for bytes (of kind, where a plan trial decides), the router's, kept: a
+  // plan depends on nothing else, and a collective's hot path should not price plans.
+  const topology::Plan& plan_for(topology::Collective op, size_t bytes,
+                                 std::optional<topology::PlanKind> kind = std::nullopt);
   // The flat plan over the communicator this rank has for the whole group.
-  topology::Plan flat_plan(topology::Collective op, size_t bytes) const;
+  const topology::Plan& flat_plan(topology::Collective op, size_t bytes);
   // The whole-group communicator a flat plan runs on.
   Communicator& flat_comm(topology::PlanKind kind);
   // Runs plan for call (PlanRun.cpp): a flat plan as one call, any other step by step; a
@@ -114,11 +117,11 @@ class RoutedComm {
   // After the communicators it drives, so that it goes first.
   std::unique_ptr<RailPipeline> rail_pipeline_;
   ThreadPlacement rail_thread_;
-  std::string last_plan_;
+  const char* last_plan_ = "";
   std::optional<PlanTrial> small_allreduce_trial_;  // groups across hosts, plan not forced
-  // One host: every all-reduce's plan is the same (a flat one, with the in-host algorithm a
-  // user forced, if any), made once.
-  topology::Plan one_host_allreduce_;
+  // Plans by (op, kind asked for, bytes); emptied when it grows past kCachedPlans.
+  static constexpr size_t kCachedPlans = 512;
+  std::unordered_map<uint64_t, topology::Plan> plans_;
 };
 
 }  // namespace domino

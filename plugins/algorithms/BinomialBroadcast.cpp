@@ -1,5 +1,6 @@
 #include "Algorithms.h"
 #include "Registration.h"
+#include "plugins/common/Dtype.h"
 
 namespace domino::algorithms {
 
@@ -26,11 +27,16 @@ double broadcast_seconds(int ranks, double bytes, int flows, const topology::Lin
          (topology::alpha_seconds(c) + bytes * topology::seconds_per_byte(c) * flows);
 }
 
-const bool registered = register_algorithm({"binomial_tree",
-                                            "log p rounds from the root",
-                                            {"broadcast"},
-                                            topology::AlgorithmHome::kLinks,
-                                            broadcast_seconds});
+const bool registered = register_algorithm(
+    {"binomial_tree",
+     "log p rounds from the root",
+     {"broadcast"},
+     topology::AlgorithmHome::kLinks,
+     broadcast_seconds},
+    [](PeerLinks& links, const domino_call_t& call) {
+      broadcast_binomial(links, call.recv->ptr, call.recv->count * dtype_size(call.recv->dtype),
+                         call.root);
+    });
 }  // namespace
 
 }  // namespace domino::algorithms

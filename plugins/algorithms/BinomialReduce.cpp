@@ -38,11 +38,16 @@ double reduce_seconds(int ranks, double bytes, int flows, const topology::LinkCo
          (topology::alpha_seconds(c) + bytes * topology::seconds_per_byte(c) * flows);
 }
 
-const bool registered = register_algorithm({"binomial_tree",
-                                            "log p rounds to the root",
-                                            {"reduce"},
-                                            topology::AlgorithmHome::kLinks,
-                                            reduce_seconds});
+const bool registered =
+    register_algorithm({"binomial_tree",
+                        "log p rounds to the root",
+                        {"reduce"},
+                        topology::AlgorithmHome::kLinks,
+                        reduce_seconds},
+                       [](PeerLinks& links, const domino_call_t& call) {
+                         reduce_binomial(links, call.send->ptr, call.recv->ptr, call.send->count,
+                                         call.send->dtype, call.redop, call.root);
+                       });
 }  // namespace
 
 }  // namespace domino::algorithms

@@ -3,6 +3,7 @@
 
 #include "Algorithms.h"
 #include "Registration.h"
+#include "plugins/common/Dtype.h"
 #include "plugins/common/TransportError.h"
 
 namespace domino::algorithms {
@@ -44,12 +45,16 @@ double alltoall_seconds(int ranks, double bytes, int flows, const topology::Link
          (ranks - 1.0) / ranks * bytes * topology::seconds_per_byte(c) * flows;
 }
 
-const bool registered =
-    register_algorithm({"direct",
-                        "every rank posts a message per peer at once, staggered",
-                        {"all_to_all"},
-                        topology::AlgorithmHome::kLinks,
-                        alltoall_seconds});
+const bool registered = register_algorithm(
+    {"direct",
+     "every rank posts a message per peer at once, staggered",
+     {"all_to_all"},
+     topology::AlgorithmHome::kLinks,
+     alltoall_seconds},
+    [](PeerLinks& links, const domino_call_t& call) {
+      alltoall_direct(links, call.send->ptr, call.send_counts, call.send_offsets, call.recv->ptr,
+                      call.recv_counts, call.recv_offsets, dtype_size(call.send->dtype));
+    });
 }  // namespace
 
 }  // namespace domino::algorithms

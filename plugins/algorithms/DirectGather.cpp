@@ -2,6 +2,7 @@
 
 #include "Algorithms.h"
 #include "Registration.h"
+#include "plugins/common/Dtype.h"
 
 namespace domino::algorithms {
 
@@ -29,11 +30,16 @@ double gather_seconds(int ranks, double bytes, int flows, const topology::LinkCo
   return topology::alpha_seconds(c) + (ranks - 1.0) * bytes * topology::seconds_per_byte(c) * flows;
 }
 
-const bool registered = register_algorithm({"direct",
-                                            "the root posts a receive per peer at once",
-                                            {"gather"},
-                                            topology::AlgorithmHome::kLinks,
-                                            gather_seconds});
+const bool registered =
+    register_algorithm({"direct",
+                        "the root posts a receive per peer at once",
+                        {"gather"},
+                        topology::AlgorithmHome::kLinks,
+                        gather_seconds},
+                       [](PeerLinks& links, const domino_call_t& call) {
+                         gather_direct(links, call.send->ptr, call.recv->ptr,
+                                       call.send->count * dtype_size(call.send->dtype), call.root);
+                       });
 }  // namespace
 
 }  // namespace domino::algorithms

@@ -2,6 +2,7 @@
 
 #include "Algorithms.h"
 #include "Registration.h"
+#include "plugins/common/Dtype.h"
 
 namespace domino::algorithms {
 
@@ -29,11 +30,16 @@ double scatter_seconds(int ranks, double bytes, int flows, const topology::LinkC
   return topology::alpha_seconds(c) + (ranks - 1.0) * bytes * topology::seconds_per_byte(c) * flows;
 }
 
-const bool registered = register_algorithm({"direct",
-                                            "the root posts a send per peer at once",
-                                            {"scatter"},
-                                            topology::AlgorithmHome::kLinks,
-                                            scatter_seconds});
+const bool registered =
+    register_algorithm({"direct",
+                        "the root posts a send per peer at once",
+                        {"scatter"},
+                        topology::AlgorithmHome::kLinks,
+                        scatter_seconds},
+                       [](PeerLinks& links, const domino_call_t& call) {
+                         scatter_direct(links, call.send->ptr, call.recv->ptr,
+                                        call.recv->count * dtype_size(call.recv->dtype), call.root);
+                       });
 }  // namespace
 
 }  // namespace domino::algorithms

@@ -16,11 +16,13 @@ double barrier_seconds(int ranks, double, int, const topology::LinkCost& c) {
   return topology::log2_ceil(ranks) * topology::alpha_seconds(c);
 }
 
-const bool registered = register_algorithm({"dissemination",
-                                            "ceil(log2 p) rounds of empty messages",
-                                            {"barrier"},
-                                            topology::AlgorithmHome::kLinks,
-                                            barrier_seconds});
+const bool registered = register_algorithm(
+    {"dissemination",
+     "ceil(log2 p) rounds of empty messages",
+     {"barrier"},
+     topology::AlgorithmHome::kLinks,
+     barrier_seconds},
+    [](PeerLinks& links, const domino_call_t&) { barrier_dissemination(links); });
 }  // namespace
 
 }  // namespace domino::algorithms

@@ -58,13 +58,15 @@ double rabenseifner_seconds(int ranks, double bytes, int flows, const topology::
          2.0 * (p - 1) / p * bytes * topology::seconds_per_byte(c) * flows +
          topology::fold_seconds(ranks, bytes, flows, c);
 }
-const bool registered =
-    register_allreduce({"rabenseifner",
-                        "recursive-halving reduce-scatter, then recursive-doubling all-gather",
-                        {"all_reduce"},
-                        topology::AlgorithmHome::kLinks,
-                        rabenseifner_seconds},
-                       allreduce_rabenseifner);
+const bool registered = register_algorithm(
+    {"rabenseifner",
+     "recursive-halving reduce-scatter, then recursive-doubling all-gather",
+     {"all_reduce"},
+     topology::AlgorithmHome::kLinks,
+     rabenseifner_seconds},
+    [](PeerLinks& links, const domino_call_t& call) {
+      allreduce_rabenseifner(links, call.recv->ptr, call.recv->count, call.recv->dtype, call.redop);
+    });
 }  // namespace
 
 }  // namespace domino::algorithms

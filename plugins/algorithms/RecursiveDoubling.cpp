@@ -40,12 +40,16 @@ double recursive_doubling_seconds(int ranks, double bytes, int flows, const topo
              (topology::alpha_seconds(c) + bytes * topology::seconds_per_byte(c) * flows) +
          topology::fold_seconds(ranks, bytes, flows, c);
 }
-const bool registered = register_allreduce({"recursive_doubling",
-                                            "log p rounds of the whole message (latency-optimal)",
-                                            {"all_reduce"},
-                                            topology::AlgorithmHome::kLinks,
-                                            recursive_doubling_seconds},
-                                           allreduce_recursive_doubling);
+const bool registered =
+    register_algorithm({"recursive_doubling",
+                        "log p rounds of the whole message (latency-optimal)",
+                        {"all_reduce"},
+                        topology::AlgorithmHome::kLinks,
+                        recursive_doubling_seconds},
+                       [](PeerLinks& links, const domino_call_t& call) {
+                         allreduce_recursive_doubling(links, call.recv->ptr, call.recv->count,
+                                                      call.recv->dtype, call.redop);
+                       });
 }  // namespace
 
 }  // namespace domino::algorithms

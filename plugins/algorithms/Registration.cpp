@@ -1,47 +1,36 @@
 #include "Registration.h"
 
-#include <algorithm>
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace domino::algorithms {
 
 namespace {
-std::map<std::string, AllreduceBody, std::less<>>& bodies() {
-  static std::map<std::string, AllreduceBody, std::less<>> registered;
+std::map<std::pair<std::string, std::string>, Body, std::less<>>& bodies() {
+  static std::map<std::pair<std::string, std::string>, Body, std::less<>> registered;
   return registered;
 }
 }  // namespace
 
-bool register_allreduce(topology::AlgorithmEntry entry, AllreduceBody body) {
-  const bool serves =
-      std::find(entry.ops.begin(), entry.ops.end(), "all_reduce") != entry.ops.end();
-  if (!serves || entry.home != topology::AlgorithmHome::kLinks || entry.seconds == nullptr ||
-      body == nullptr) {
-    throw std::logic_error("all-reduce algorithm '" + std::string(entry.name) +
-                           "' must serve all_reduce over links, with a cost and a body");
+bool register_algorithm(topology::AlgorithmEntry entry, Body body) {
+  if (entry.ops.size() != 1 || entry.home != topology::AlgorithmHome::kLinks ||
+      entry.seconds == nullptr || body == nullptr) {
+    throw std::logic_error("algorithm '" + std::string(entry.name) +
+                           "' must serve one op over links, with a cost and a body");
   }
-  const std::string name(entry.name);
+  std::pair<std::string, std::string> key{std::string(entry.ops.front()), std::string(entry.name)};
   topology::add_algorithm(std::move(entry));
-  bodies()[name] = body;
+  bodies()[std::move(key)] = body;
   return true;
 }
 
-bool register_algorithm(topology::AlgorithmEntry entry) {
-  const bool allreduce =
-      std::find(entry.ops.begin(), entry.ops.end(), "all_reduce") != entry.ops.end();
-  if (allreduce && entry.home == topology::AlgorithmHome::kLinks) {
-    throw std::logic_error("all-reduce algorithm '" + std::string(entry.name) +
-                           "' needs its body: register it with register_allreduce");
+Body find_body(std::string_view op, std::string_view name) {
+  for (const auto& [key, body] : bodies()) {
+    if (key.first == op && key.second == name) return body;
   }
-  topology::add_algorithm(std::move(entry));
-  return true;
-}
-
-AllreduceBody find_allreduce(std::string_view name) {
-  const auto found = bodies().find(name);
-  return found == bodies().end() ? nullptr : found->second;
+  return nullptr;
 }
 
 }  // namespace domino::algorithms

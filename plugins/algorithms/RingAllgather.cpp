@@ -3,6 +3,7 @@
 #include "Algorithms.h"
 #include "Blocks.h"
 #include "Registration.h"
+#include "plugins/common/Dtype.h"
 
 namespace domino::algorithms {
 
@@ -24,11 +25,16 @@ double allgather_seconds(int ranks, double bytes, int flows, const topology::Lin
          (topology::alpha_seconds(c) + bytes * topology::seconds_per_byte(c) * flows);
 }
 
-const bool registered = register_algorithm({"ring",
-                                            "p-1 rounds of one block around the ranks",
-                                            {"all_gather"},
-                                            topology::AlgorithmHome::kLinks,
-                                            allgather_seconds});
+const bool registered =
+    register_algorithm({"ring",
+                        "p-1 rounds of one block around the ranks",
+                        {"all_gather"},
+                        topology::AlgorithmHome::kLinks,
+                        allgather_seconds},
+                       [](PeerLinks& links, const domino_call_t& call) {
+                         allgather_ring(links, call.send->ptr, call.recv->ptr,
+                                        call.send->count * dtype_size(call.send->dtype));
+                       });
 }  // namespace
 
 }  // namespace domino::algorithms

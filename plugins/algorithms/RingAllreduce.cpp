@@ -36,13 +36,15 @@ double ring_seconds(int ranks, double bytes, int flows, const topology::LinkCost
   return 2.0 * (ranks - 1) *
          (topology::alpha_seconds(c) + bytes / ranks * topology::seconds_per_byte(c) * flows);
 }
-const bool registered =
-    register_allreduce({"ring",
-                        "2(p-1) rounds of n/p: reduce-scatter then all-gather around the ranks",
-                        {"all_reduce"},
-                        topology::AlgorithmHome::kLinks,
-                        ring_seconds},
-                       allreduce_ring);
+const bool registered = register_algorithm(
+    {"ring",
+     "2(p-1) rounds of n/p: reduce-scatter then all-gather around the ranks",
+     {"all_reduce"},
+     topology::AlgorithmHome::kLinks,
+     ring_seconds},
+    [](PeerLinks& links, const domino_call_t& call) {
+      allreduce_ring(links, call.recv->ptr, call.recv->count, call.recv->dtype, call.redop);
+    });
 }  // namespace
 
 }  // namespace domino::algorithms

@@ -40,7 +40,11 @@ const bool registered =
                         "p-1 rounds of one block around the ranks, reduced on the way",
                         {"reduce_scatter"},
                         topology::AlgorithmHome::kLinks,
-                        reduce_scatter_seconds});
+                        reduce_scatter_seconds},
+                       [](PeerLinks& links, const domino_call_t& call) {
+                         reduce_scatter_ring(links, call.send->ptr, call.recv->ptr,
+                                             call.recv->count, call.recv->dtype, call.redop);
+                       });
 }  // namespace
 
 }  // namespace domino::algorithms

@@ -28,6 +28,10 @@ struct PluginTable {
                             domino_redop_t op, const char* algorithm, char* err, size_t n) {
     return guard_abi(err, n, [&] { self(c).allreduce(*send, *recv, op, algorithm); });
   }
+  static int collective_with(domino_comm_t* c, const domino_call_t* call, const char* algorithm,
+                             char* err, size_t n) {
+    return guard_abi(err, n, [&] { self(c).collective(*call, algorithm); });
+  }
   static int barrier(domino_comm_t* c, char* err, size_t n) {
     return guard_abi(err, n, [&] { self(c).barrier(); });
   }
@@ -121,7 +125,8 @@ struct PluginTable {
             link_recv_entry(),
             link_wait_entry(),
             named_allreduce(),
-            nullptr};
+            nullptr,
+            named_collective()};
   }
 
  private:
@@ -167,6 +172,17 @@ struct PluginTable {
         } catch (...) {
         }
       });
+    } else {
+      return static_cast<Entry>(nullptr);
+    }
+  }
+  // Impls that run any collective by the router's choice of algorithm, by name.
+  static constexpr auto named_collective() {
+    using Entry = decltype(domino_plugin_t::collective_with);
+    if constexpr (requires(Impl & impl, const domino_call_t& call) {
+                    impl.collective(call, static_cast<const char*>(nullptr));
+                  }) {
+      return static_cast<Entry>(collective_with);
     } else {
       return static_cast<Entry>(nullptr);
     }

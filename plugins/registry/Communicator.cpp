@@ -3,8 +3,7 @@
 #include <cstring>
 
 #include "PluginLinks.h"
-#include "plugins/algorithms/Algorithms.h"
-#include "plugins/algorithms/Registration.h"
+#include "plugins/algorithms/AlgorithmChoice.h"
 #include "plugins/common/Dtype.h"
 #include "plugins/common/TransportError.h"
 
@@ -146,91 +145,147 @@ bool Communicator::native(Entry entry, const char* op, const domino_buffer_t& me
   raise(plugin_, status, err, op);
 }
 
-void Communicator::allreduce(const domino_buffer_t& send, domino_buffer_t& recv, domino_redop_t op,
-                             std::string_view algorithm) {
-  // The router's name first; a plugin refusing it (UNSUPPORTED, alike on every rank) gets its own
-  // all-reduce, then the links, as any refusal does.
-  if (!algorithm.empty() && plugin_->allreduce_with != nullptr) {
-    const std::string name(algorithm);
-    char err[kErrorBytes] = {0};
-    const int status =
-        plugin_->allreduce_with(comm_, &send, &recv, op, name.c_str(), err, sizeof err);
-    if (status == DOMINO_OK) return;
+bool Communicator::by_name(const domino_call_t& call, std::string_view algorithm,
+                           const domino_buffer_t& memory) {
+  if (algorithm.empty()) return false;
+  const auto op = static_cast<topology::Collective>(call.op);
+  const std::string name(algorithm);
+  // A refusal (UNSUPPORTED) is the same on every rank and comes before any message.
+  auto took = [&](int status, const char* err) {
+    if (status == DOMINO_OK) return true;
     if (status != DOMINO_ERR_UNSUPPORTED) {
-      raise(plugin_, status, err, ("allreduce (" + name + ")").c_str());
+      raise(plugin_, status, err,
+            (std::string(topology::entry_name(op)) + " (" + name + ")").c_str());
+    }
+    return false;
+  };
+  char err[kErrorBytes] = {0};
+  if (plugin_->collective_with != nullptr) {
+    if (took(plugin_->collective_with(comm_, &call, name.c_str(), err, sizeof err), err))
+      return true;
+  } else if (op == topology::Collective::kAllReduce && plugin_->allreduce_with != nullptr) {
+    if (took(plugin_->allreduce_with(comm_, call.send, call.recv, call.redop, name.c_str(), err,
+                                     sizeof err),
+             err))
+      return true;
+  }
+  // One of the table's algorithms over links runs over the plugin's links where it has them
+  // (shared memory under DOMINO_ALGO=intra:ring).
+  if (memory.device < 0 && PluginLinks::available(plugin_) &&
+      algorithms::runs_over_links(op, algorithm)) {
+    over_links(call, algorithm);
+    return true;
+  }
+  return false;
+}
+
+void Communicator::over_links(const domino_call_t& call, std::string_view algorithm) {
+  const auto op = static_cast<topology::Collective>(call.op);
+  size_t bytes = 0;
+  if (op == topology::Collective::kAllReduce) {
+    bytes = call.recv->count * dtype_size(call.recv->dtype);
+    if (call.send->ptr != call.recv->ptr && bytes > 0) {
+      std::memcpy(call.recv->ptr, call.send->ptr, bytes);
     }
   }
-  // A name no links algorithm has (a transport's own, as shared memory's "direct") is no choice.
-  const std::string_view handed_down =
-      !algorithm.empty() && algorithms::find_allreduce(algorithm) != nullptr ? algorithm
-                                                                             : std::string_view();
-  // Without allreduce_with, a name handed down runs over the links where the plugin has them
-  // (shared memory under DOMINO_ALGO=intra:ring); its own all-reduce serves every other call.
-  const bool by_name = !handed_down.empty() && plugin_->allreduce_with == nullptr &&
-                       recv.device < 0 && PluginLinks::available(plugin_);
-  if (!by_name && native(plugin_->allreduce, "allreduce", recv, &send, &recv, op)) return;
-  const size_t bytes = recv.count * dtype_size(recv.dtype);
-  if (send.ptr != recv.ptr && bytes > 0) std::memcpy(recv.ptr, send.ptr, bytes);
-  const std::string_view chosen = algorithms::resolve_allreduce_algorithm(
-      handed_down, links_allreduce_, bytes, size_, small_message_bytes_);
-  PluginLinks l = links("allreduce");
-  algorithms::run_allreduce(l, chosen, recv.ptr, recv.count, recv.dtype, op);
+  const std::string_view chosen = algorithms::resolve_algorithm(op, algorithm, links_allreduce_,
+                                                                bytes, size_, small_message_bytes_);
+  PluginLinks l = links(topology::entry_name(op));
+  algorithms::run_algorithm(l, chosen, call);
 }
 
-void Communicator::barrier() {
-  const domino_buffer_t host{nullptr, 0, DOMINO_UINT8, -1};
+namespace {
+domino_call_t call_of(topology::Collective op, const domino_buffer_t* send, domino_buffer_t* recv,
+                      domino_redop_t redop = DOMINO_SUM, int root = -1) {
+  domino_call_t call{};
+  call.op = static_cast<uint32_t>(op);
+  call.send = send;
+  call.recv = recv;
+  call.redop = redop;
+  call.root = static_cast<int32_t>(root);
+  return call;
+}
+}  // namespace
+
+void Communicator::allreduce(const domino_buffer_t& send, domino_buffer_t& recv, domino_redop_t op,
+                             std::string_view algorithm) {
+  const domino_call_t call = call_of(topology::Collective::kAllReduce, &send, &recv, op);
+  if (by_name(call, algorithm, recv)) return;
+  if (native(plugin_->allreduce, "allreduce", recv, &send, &recv, op)) return;
+  over_links(call, {});
+}
+
+void Communicator::barrier(std::string_view algorithm) {
+  domino_buffer_t host{nullptr, 0, DOMINO_UINT8, -1};
+  const domino_call_t call = call_of(topology::Collective::kBarrier, &host, &host);
+  if (by_name(call, algorithm, host)) return;
   if (native(plugin_->barrier, "barrier", host)) return;
-  PluginLinks l = links("barrier");
-  algorithms::barrier_dissemination(l);
+  over_links(call, {});
 }
 
-void Communicator::broadcast(domino_buffer_t& buffer, int root) {
+void Communicator::broadcast(domino_buffer_t& buffer, int root, std::string_view algorithm) {
+  const domino_call_t call =
+      call_of(topology::Collective::kBroadcast, &buffer, &buffer, DOMINO_SUM, root);
+  if (by_name(call, algorithm, buffer)) return;
   if (native(plugin_->broadcast, "broadcast", buffer, &buffer, static_cast<int32_t>(root))) return;
-  PluginLinks l = links("broadcast");
-  algorithms::broadcast_binomial(l, buffer.ptr, buffer.count * dtype_size(buffer.dtype), root);
+  over_links(call, {});
 }
 
 void Communicator::reduce(const domino_buffer_t& send, domino_buffer_t& recv, domino_redop_t op,
-                          int root) {
+                          int root, std::string_view algorithm) {
+  const domino_call_t call = call_of(topology::Collective::kReduce, &send, &recv, op, root);
+  if (by_name(call, algorithm, send)) return;
   if (native(plugin_->reduce, "reduce", send, &send, &recv, op, static_cast<int32_t>(root))) return;
-  PluginLinks l = links("reduce");
-  algorithms::reduce_binomial(l, send.ptr, recv.ptr, send.count, send.dtype, op, root);
+  over_links(call, {});
 }
 
-void Communicator::allgather(const domino_buffer_t& send, domino_buffer_t& recv) {
+void Communicator::allgather(const domino_buffer_t& send, domino_buffer_t& recv,
+                             std::string_view algorithm) {
+  const domino_call_t call = call_of(topology::Collective::kAllGather, &send, &recv);
+  if (by_name(call, algorithm, recv)) return;
   if (native(plugin_->allgather, "allgather", recv, &send, &recv)) return;
-  PluginLinks l = links("allgather");
-  algorithms::allgather_ring(l, send.ptr, recv.ptr, send.count * dtype_size(send.dtype));
+  over_links(call, {});
 }
 
 void Communicator::reduce_scatter(const domino_buffer_t& send, domino_buffer_t& recv,
-                                  domino_redop_t op) {
+                                  domino_redop_t op, std::string_view algorithm) {
+  const domino_call_t call = call_of(topology::Collective::kReduceScatter, &send, &recv, op);
+  if (by_name(call, algorithm, recv)) return;
   if (native(plugin_->reduce_scatter, "reduce_scatter", recv, &send, &recv, op)) return;
-  PluginLinks l = links("reduce_scatter");
-  algorithms::reduce_scatter_ring(l, send.ptr, recv.ptr, recv.count, recv.dtype, op);
+  over_links(call, {});
 }
 
-void Communicator::gather(const domino_buffer_t& send, domino_buffer_t& recv, int root) {
+void Communicator::gather(const domino_buffer_t& send, domino_buffer_t& recv, int root,
+                          std::string_view algorithm) {
+  const domino_call_t call = call_of(topology::Collective::kGather, &send, &recv, DOMINO_SUM, root);
+  if (by_name(call, algorithm, send)) return;
   if (native(plugin_->gather, "gather", send, &send, &recv, static_cast<int32_t>(root))) return;
-  PluginLinks l = links("gather");
-  algorithms::gather_direct(l, send.ptr, recv.ptr, send.count * dtype_size(send.dtype), root);
+  over_links(call, {});
 }
 
-void Communicator::scatter(const domino_buffer_t& send, domino_buffer_t& recv, int root) {
+void Communicator::scatter(const domino_buffer_t& send, domino_buffer_t& recv, int root,
+                           std::string_view algorithm) {
+  const domino_call_t call =
+      call_of(topology::Collective::kScatter, &send, &recv, DOMINO_SUM, root);
+  if (by_name(call, algorithm, recv)) return;
   if (native(plugin_->scatter, "scatter", recv, &send, &recv, static_cast<int32_t>(root))) return;
-  PluginLinks l = links("scatter");
-  algorithms::scatter_direct(l, send.ptr, recv.ptr, recv.count * dtype_size(recv.dtype), root);
+  over_links(call, {});
 }
 
 void Communicator::alltoall(const domino_buffer_t& send, const uint64_t* send_counts,
                             const uint64_t* send_offsets, domino_buffer_t& recv,
-                            const uint64_t* recv_counts, const uint64_t* recv_offsets) {
+                            const uint64_t* recv_counts, const uint64_t* recv_offsets,
+                            std::string_view algorithm) {
+  domino_call_t call = call_of(topology::Collective::kAllToAll, &send, &recv);
+  call.send_counts = send_counts;
+  call.send_offsets = send_offsets;
+  call.recv_counts = recv_counts;
+  call.recv_offsets = recv_offsets;
+  if (by_name(call, algorithm, send)) return;
   if (native(plugin_->alltoall, "alltoall", send, &send, send_counts, send_offsets, &recv,
              recv_counts, recv_offsets))
     return;
-  PluginLinks l = links("alltoall");
-  algorithms::alltoall_direct(l, send.ptr, send_counts, send_offsets, recv.ptr, recv_counts,
-                              recv_offsets, dtype_size(send.dtype));
+  over_links(call, {});
 }
 
 void Communicator::send(const domino_buffer_t& buffer, int peer, int tag) {

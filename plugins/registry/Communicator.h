@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "domino/plugin.h"
-#include "plugins/algorithms/AllreduceChoice.h"
+#include "plugins/algorithms/AlgorithmChoice.h"
 
 namespace domino {
 
@@ -43,21 +43,27 @@ class Communicator {
   // transport keeps the one it was created with.
   bool set_timeout(int64_t timeout_ms);
 
-  // algorithm: the all-reduce the router chose for this call, by its table name, for the
-  // plugin's allreduce_with, else over its links where it has them; empty: the transport's own
-  // choice (or the one forced at creation).
+  // algorithm: what the router chose for this call, by its table name (AlgorithmTable.h), for
+  // the plugin's collective_with (allreduce_with for an all-reduce), else over its links where
+  // it has them; empty, or a name it cannot take: the transport's own choice (or the one forced
+  // at creation).
   void allreduce(const domino_buffer_t& send, domino_buffer_t& recv, domino_redop_t op,
                  std::string_view algorithm = {});
-  void barrier();
-  void broadcast(domino_buffer_t& buffer, int root);
-  void reduce(const domino_buffer_t& send, domino_buffer_t& recv, domino_redop_t op, int root);
-  void allgather(const domino_buffer_t& send, domino_buffer_t& recv);
-  void reduce_scatter(const domino_buffer_t& send, domino_buffer_t& recv, domino_redop_t op);
-  void gather(const domino_buffer_t& send, domino_buffer_t& recv, int root);
-  void scatter(const domino_buffer_t& send, domino_buffer_t& recv, int root);
+  void barrier(std::string_view algorithm = {});
+  void broadcast(domino_buffer_t& buffer, int root, std::string_view algorithm = {});
+  void reduce(const domino_buffer_t& send, domino_buffer_t& recv, domino_redop_t op, int root,
+              std::string_view algorithm = {});
+  void allgather(const domino_buffer_t& send, domino_buffer_t& recv,
+                 std::string_view algorithm = {});
+  void reduce_scatter(const domino_buffer_t& send, domino_buffer_t& recv, domino_redop_t op,
+                      std::string_view algorithm = {});
+  void gather(const domino_buffer_t& send, domino_buffer_t& recv, int root,
+              std::string_view algorithm = {});
+  void scatter(const domino_buffer_t& send, domino_buffer_t& recv, int root,
+               std::string_view algorithm = {});
   void alltoall(const domino_buffer_t& send, const uint64_t* send_counts,
                 const uint64_t* send_offsets, domino_buffer_t& recv, const uint64_t* recv_counts,
-                const uint64_t* recv_offsets);
+                const uint64_t* recv_offsets, std::string_view algorithm = {});
   void send(const domino_buffer_t& buffer, int peer, int tag);
   // peer < 0: any source. Returns the sender.
   int recv(domino_buffer_t& buffer, int peer, int tag);
@@ -75,6 +81,13 @@ class Communicator {
   // unsupported, and its links can serve `memory` (host memory) instead.
   template <class Entry, class... Args>
   bool native(Entry entry, const char* op, const domino_buffer_t& memory, Args... args);
+  // Runs call by the router's algorithm: through the plugin's collective_with (allreduce_with
+  // for an all-reduce), else over its links where the name is an algorithm over links; false
+  // where neither took it (the caller then runs the op's own entry).
+  bool by_name(const domino_call_t& call, std::string_view algorithm,
+               const domino_buffer_t& memory);
+  // Runs call over the plugin's links by the resolved algorithm (an all-reduce in place in recv).
+  void over_links(const domino_call_t& call, std::string_view algorithm);
   PluginLinks links(const char* op) const;
 
   const domino_plugin_t* plugin_;

@@ -32,6 +32,8 @@ size_t table_bytes(uint32_t version) {
       return offsetof(domino_plugin_t, allreduce_with);
     case 6:
       return offsetof(domino_plugin_t, comm_shrink);
+    case 7:
+      return offsetof(domino_plugin_t, collective_with);
     default:
       return sizeof(domino_plugin_t);
   }

@@ -269,7 +269,7 @@ void ShmCommunicator::reduce(const domino_buffer_t& send, const domino_buffer_t&
 }
 
 void ShmCommunicator::reduce_to(const domino_buffer_t& send, const domino_buffer_t& recv,
-                                domino_redop_t op, int root, Op kind) {
+                                domino_redop_t op, int root, Op kind, Path path) {
   const char* name = op_name(op_code(kind));
   const std::string unsupported = reduction_unsupported_reason(send.dtype, op);
   if (!unsupported.empty()) invalid(std::string(name) + " on " + group_label_ + ": " + unsupported);
@@ -284,11 +284,15 @@ void ShmCommunicator::reduce_to(const domino_buffer_t& send, const domino_buffer
   auto* out = static_cast<char*>(recv.ptr);
   const OpDescriptor mine = describe_call(kind, send, op, root, count);
 
-  if (root < 0 && single_copy_pays(Op::kAllReduce, count * element)) {
+  if (root < 0 && (path == Path::kSingleCopy ||
+                   (path == Path::kOwn && single_copy_pays(Op::kAllReduce, count * element)))) {
     allreduce_single_copy(send, recv, op, mine);
     return;
   }
-  if (count * element <= std::min(small_message_bytes_, slot_bytes_)) {
+  const size_t direct_bytes = path == Path::kDirect ? slot_bytes_
+                              : path == Path::kRsag ? 0
+                                                    : small_message_bytes_;
+  if (count * element <= std::min(direct_bytes, slot_bytes_)) {
     run_chunks(
         kind, mine, count, std::max<size_t>(count, 1),
         [&](size_t, size_t) { std::memcpy(slot(rank_), in, count * element); },
@@ -360,13 +364,20 @@ void ShmCommunicator::broadcast(const domino_buffer_t& buffer, int root) {
 }
 
 void ShmCommunicator::allgather(const domino_buffer_t& send, const domino_buffer_t& recv) {
+  allgather_by(send, recv, Path::kOwn);
+}
+
+void ShmCommunicator::allgather_by(const domino_buffer_t& send, const domino_buffer_t& recv,
+                                   Path path) {
   if (recv.count != send.count * static_cast<size_t>(size_) || recv.dtype != send.dtype) {
     invalid("allgather on " + group_label_ + ": output has " + std::to_string(recv.count) +
             " elements but needs input (" + std::to_string(send.count) + ") x " +
             std::to_string(size_) + " ranks");
   }
   const OpDescriptor mine = describe_call(Op::kAllGather, send, DOMINO_SUM, -1, send.count);
-  if (single_copy_pays(Op::kAllGather, recv.count * dtype_size(send.dtype))) {
+  if (path == Path::kSingleCopy ||
+      (path == Path::kOwn &&
+       single_copy_pays(Op::kAllGather, recv.count * dtype_size(send.dtype)))) {
     allgather_single_copy(send, recv, mine);
     return;
   }
@@ -395,6 +406,11 @@ void ShmCommunicator::collect(Op op, const OpDescriptor& mine, const domino_buff
 
 void ShmCommunicator::reduce_scatter(const domino_buffer_t& send, const domino_buffer_t& recv,
                                      domino_redop_t op) {
+  reduce_scatter_by(send, recv, op, Path::kOwn);
+}
+
+void ShmCommunicator::reduce_scatter_by(const domino_buffer_t& send, const domino_buffer_t& recv,
+                                        domino_redop_t op, Path path) {
   const std::string unsupported = reduction_unsupported_reason(send.dtype, op);
   if (!unsupported.empty()) invalid("reduce_scatter on " + group_label_ + ": " + unsupported);
   if (send.count != recv.count * static_cast<size_t>(size_) || recv.dtype != send.dtype) {
@@ -408,7 +424,8 @@ void ShmCommunicator::reduce_scatter(const domino_buffer_t& send, const domino_b
   auto* out = static_cast<char*>(recv.ptr);
   const size_t chunk = slot_bytes_ / element / static_cast<size_t>(size_);
   const OpDescriptor mine = describe_call(Op::kReduceScatter, send, op, -1, count);
-  if (single_copy_pays(Op::kReduceScatter, send.count * element)) {
+  if (path == Path::kSingleCopy ||
+      (path == Path::kOwn && single_copy_pays(Op::kReduceScatter, send.count * element))) {
     reduce_scatter_single_copy(send, recv, op, mine);
     return;
   }

@@ -46,6 +46,12 @@ class ShmCommunicator {
                 const uint64_t* send_offsets, const domino_buffer_t& recv,
                 const uint64_t* recv_counts, const uint64_t* recv_offsets);
   void barrier();
+  // The router's choice of how to run a call (ABI collective_with), by the algorithm table's
+  // names for shared memory (topology/ShmCosts.h): all_reduce "direct", "rsag" or "single_copy";
+  // all_gather and reduce_scatter "segment" or "single_copy"; every other op "segment". A name
+  // the op lacks here, or "single_copy" where the group cannot read its peers' memory, is
+  // refused (UNSUPPORTED) before any message.
+  void collective(const domino_call_t& call, const char* algorithm);
   void send(const domino_buffer_t& buffer, int peer, int32_t tag);
   int recv(const domino_buffer_t& buffer, int peer, int32_t tag);
   // The plugin ABI's links: the backend runs its shared algorithms over them, for an in-host
@@ -83,8 +89,16 @@ class ShmCommunicator {
   // this rank's slot, block r at r * chunk; not this rank's own block, which it reads in place.
   void stage_blocks(const char* source, size_t count, size_t offset, size_t n, size_t chunk,
                     size_t element);
+  // How an all-reduce, all-gather or reduce-scatter runs: the transport's own choice by size
+  // (the plugin ABI's entries), or the router's (collective()). kDirect: every rank reduces the
+  // whole message, where it fits a slot; kRsag: each rank reduces its slice of every chunk;
+  // kSegment: through the slots; kSingleCopy: from the peers' memory.
+  enum class Path { kOwn, kDirect, kRsag, kSegment, kSingleCopy };
   void reduce_to(const domino_buffer_t& send, const domino_buffer_t& recv, domino_redop_t op,
-                 int root, Op kind);
+                 int root, Op kind, Path path = Path::kOwn);
+  void allgather_by(const domino_buffer_t& send, const domino_buffer_t& recv, Path path);
+  void reduce_scatter_by(const domino_buffer_t& send, const domino_buffer_t& recv,
+                         domino_redop_t op, Path path);
   // A failed link call leaves the group broken, as a failed round does.
   template <class Call>
   void on_links(Call&& call);

@@ -3,7 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "plugins/algorithms/Algorithms.h"
+#include "plugins/algorithms/AlgorithmChoice.h"
+#include "plugins/algorithms/PeerLinks.h"
 #include "plugins/common/Bootstrap.h"
 #include "plugins/common/Dtype.h"
 #include "plugins/common/RandomHex.h"
@@ -315,70 +316,99 @@ class UcxCommunicator::Links final : public algorithms::PeerLinks {
   std::vector<Transfer> transfers_;
 };
 
+void UcxCommunicator::collective(const domino_call_t& call, const char* algorithm) {
+  const auto op = static_cast<Collective>(call.op);
+  const std::string_view handed_down = algorithm != nullptr ? algorithm : "";
+  if (!handed_down.empty() && !algorithms::runs_over_links(op, handed_down)) {
+    // Before any message: the backend runs the op another way.
+    throw TransportError(DOMINO_ERR_UNSUPPORTED,
+                         std::string("ucx ") + topology::entry_name(op) + " on group '" + group_ +
+                             "' has no algorithm '" + std::string(handed_down) + "'");
+  }
+  size_t bytes = 0;
+  if (op == Collective::kAllReduce) {
+    bytes = call.recv->count * dtype_size(call.recv->dtype);
+    if (call.send->ptr != call.recv->ptr && bytes > 0)
+      std::memcpy(call.recv->ptr, call.send->ptr, bytes);
+    if (size_ == 1) return;  // AVG over one rank is the value itself
+  }
+  // What every rank must agree on travels in each message's tag.
+  const bool by_output = op == Collective::kAllReduce || op == Collective::kReduceScatter ||
+                         op == Collective::kScatter || op == Collective::kBroadcast;
+  const domino_dtype_t dtype = op == Collective::kBarrier ? DOMINO_UINT8
+                               : by_output                ? call.recv->dtype
+                                                          : call.send->dtype;
+  const int redop = topology::reduces(op) ? static_cast<int>(call.redop) : 0;
+  const int root = topology::rooted(op) ? call.root : 0;
+  const std::string chosen(algorithms::resolve_algorithm(op, handed_down, algorithm_, bytes, size_,
+                                                         small_message_bytes_));
+  const Call started = start_collective(op, chosen.c_str(), dtype, redop, root);
+  Links links(*this, started);
+  algorithms::run_algorithm(links, chosen, call);
+}
+
+namespace {
+domino_call_t call_of(Collective op, const domino_buffer_t& send, const domino_buffer_t& recv,
+                      domino_redop_t redop = DOMINO_SUM, int root = 0) {
+  domino_call_t call{};
+  call.op = static_cast<uint32_t>(op);
+  call.send = &send;
+  call.recv = const_cast<domino_buffer_t*>(&recv);  // the C struct's; its memory is written
+  call.redop = redop;
+  call.root = static_cast<int32_t>(root);
+  return call;
+}
+}  // namespace
+
 void UcxCommunicator::allreduce(const domino_buffer_t& send, const domino_buffer_t& recv,
                                 domino_redop_t op, const char* algorithm) {
-  const size_t bytes = recv.count * dtype_size(recv.dtype);
-  if (send.ptr != recv.ptr && bytes > 0) std::memcpy(recv.ptr, send.ptr, bytes);
-  if (size_ == 1) return;  // AVG over one rank is the value itself
-  const std::string chosen(algorithms::resolve_allreduce_algorithm(
-      algorithm != nullptr ? algorithm : "", algorithm_, bytes, size_, small_message_bytes_));
-  const Call call = start_collective(Collective::kAllReduce, chosen.c_str(), recv.dtype, op);
-  Links links(*this, call);
-  algorithms::run_allreduce(links, chosen, recv.ptr, recv.count, recv.dtype, op);
+  collective(call_of(Collective::kAllReduce, send, recv, op), algorithm);
 }
 
 void UcxCommunicator::reduce_scatter(const domino_buffer_t& send, const domino_buffer_t& recv,
-                                     domino_redop_t op) {
-  const Call call = start_collective(Collective::kReduceScatter, "ring", recv.dtype, op);
-  Links links(*this, call);
-  algorithms::reduce_scatter_ring(links, send.ptr, recv.ptr, recv.count, recv.dtype, op);
+                                     domino_redop_t op, const char* algorithm) {
+  collective(call_of(Collective::kReduceScatter, send, recv, op), algorithm);
 }
 
-void UcxCommunicator::allgather(const domino_buffer_t& send, const domino_buffer_t& recv) {
-  const Call call = start_collective(Collective::kAllGather, "ring", send.dtype);
-  Links links(*this, call);
-  algorithms::allgather_ring(links, send.ptr, recv.ptr, send.count * dtype_size(send.dtype));
+void UcxCommunicator::allgather(const domino_buffer_t& send, const domino_buffer_t& recv,
+                                const char* algorithm) {
+  collective(call_of(Collective::kAllGather, send, recv), algorithm);
 }
 
-void UcxCommunicator::broadcast(const domino_buffer_t& buffer, int root) {
-  const Call call =
-      start_collective(Collective::kBroadcast, "binomial tree", buffer.dtype, 0, root);
-  Links links(*this, call);
-  algorithms::broadcast_binomial(links, buffer.ptr, buffer.count * dtype_size(buffer.dtype), root);
+void UcxCommunicator::broadcast(const domino_buffer_t& buffer, int root, const char* algorithm) {
+  collective(call_of(Collective::kBroadcast, buffer, buffer, DOMINO_SUM, root), algorithm);
 }
 
 void UcxCommunicator::reduce(const domino_buffer_t& send, const domino_buffer_t& recv,
-                             domino_redop_t op, int root) {
-  const Call call = start_collective(Collective::kReduce, "binomial tree", send.dtype, op, root);
-  Links links(*this, call);
-  algorithms::reduce_binomial(links, send.ptr, recv.ptr, send.count, send.dtype, op, root);
+                             domino_redop_t op, int root, const char* algorithm) {
+  collective(call_of(Collective::kReduce, send, recv, op, root), algorithm);
 }
 
-void UcxCommunicator::gather(const domino_buffer_t& send, const domino_buffer_t& recv, int root) {
-  const Call call = start_collective(Collective::kGather, "direct", send.dtype, 0, root);
-  Links links(*this, call);
-  algorithms::gather_direct(links, send.ptr, recv.ptr, send.count * dtype_size(send.dtype), root);
+void UcxCommunicator::gather(const domino_buffer_t& send, const domino_buffer_t& recv, int root,
+                             const char* algorithm) {
+  collective(call_of(Collective::kGather, send, recv, DOMINO_SUM, root), algorithm);
 }
 
-void UcxCommunicator::scatter(const domino_buffer_t& send, const domino_buffer_t& recv, int root) {
-  const Call call = start_collective(Collective::kScatter, "direct", recv.dtype, 0, root);
-  Links links(*this, call);
-  algorithms::scatter_direct(links, send.ptr, recv.ptr, recv.count * dtype_size(recv.dtype), root);
+void UcxCommunicator::scatter(const domino_buffer_t& send, const domino_buffer_t& recv, int root,
+                              const char* algorithm) {
+  collective(call_of(Collective::kScatter, send, recv, DOMINO_SUM, root), algorithm);
 }
 
 void UcxCommunicator::alltoall(const domino_buffer_t& send, const uint64_t* send_counts,
                                const uint64_t* send_offsets, const domino_buffer_t& recv,
-                               const uint64_t* recv_counts, const uint64_t* recv_offsets) {
-  const Call call = start_collective(Collective::kAllToAll, "direct", send.dtype);
-  Links links(*this, call);
-  algorithms::alltoall_direct(links, send.ptr, send_counts, send_offsets, recv.ptr, recv_counts,
-                              recv_offsets, dtype_size(send.dtype));
+                               const uint64_t* recv_counts, const uint64_t* recv_offsets,
+                               const char* algorithm) {
+  domino_call_t call = call_of(Collective::kAllToAll, send, recv);
+  call.send_counts = send_counts;
+  call.send_offsets = send_offsets;
+  call.recv_counts = recv_counts;
+  call.recv_offsets = recv_offsets;
+  collective(call, algorithm);
 }
 
-void UcxCommunicator::barrier() {
-  const Call call = start_collective(Collective::kBarrier, "dissemination", DOMINO_UINT8);
-  Links links(*this, call);
-  algorithms::barrier_dissemination(links);
+void UcxCommunicator::barrier(const char* algorithm) {
+  const domino_buffer_t none{nullptr, 0, DOMINO_UINT8, -1};
+  collective(call_of(Collective::kBarrier, none, none), algorithm);
 }
 
 ucp_tag_t UcxCommunicator::user_tag(const char* op, int source, int32_t tag) const {

@@ -56,13 +56,15 @@ double star_seconds(int ranks, double bytes, int flows, const topology::LinkCost
          2.0 * (ranks - 1) * bytes * topology::seconds_per_byte(c) * flows;
 }
 
-const bool registered = algorithms::register_allreduce(
+const bool registered = algorithms::register_algorithm(
     {"star",
      "to rank 0 and back: 2 rounds, rank 0's link carries 2(p-1) messages",
      {"all_reduce"},
      topology::AlgorithmHome::kLinks,
      star_seconds},
-    allreduce_star);
+    [](algorithms::PeerLinks& links, const domino_call_t& call) {
+      allreduce_star(links, call.recv->ptr, call.recv->count, call.recv->dtype, call.redop);
+    });
 
 // Five hosts of one rank: recursive doubling takes 4 rounds there (2, plus folding one rank in
 // and out), the star 2, so it wins on latency for small messages and loses on bandwidth.

@@ -74,7 +74,7 @@ TEST_F(AddedPlan, TheRouterChoosesItAndTheReportShowsItsSteps) {
   // on one rail, where a flat gather sends every block to the root over the link.
   const topology::Plan plan = router.choose(Collective::kGather, 1 << 20);
   EXPECT_EQ(plan.kind, PlanKind::kHierarchical);
-  EXPECT_EQ(plan.describe(), "gather@host > gather@rail:direct > from_host_order x3");
+  EXPECT_EQ(plan.describe(), "gather@host:segment > gather@rail:direct > from_host_order x3");
   bool reported = false;
   for (const topology::RoutingRow& row : topology::routing_report(router, {1 << 20})) {
     if (row.op == Collective::kGather) reported = row.chosen.describe() == plan.describe();

@@ -8,10 +8,11 @@
 #include <string>
 
 #include "config/Settings.h"
-#include "plugins/algorithms/AllreduceChoice.h"
+#include "plugins/algorithms/AlgorithmChoice.h"
 #include "plugins/algorithms/Registration.h"
 #include "plugins/common/TransportError.h"
 #include "topology/AlgorithmTable.h"
+#include "topology/Plan.h"
 
 namespace domino {
 namespace {
@@ -38,7 +39,7 @@ TEST(AlgorithmTable, EveryAllReduceOverLinksRunsUnderItsNameAndHasACost) {
     ++count;
     const std::string name(entry.name);
     EXPECT_EQ(algorithms::parse_allreduce_algorithm(name.c_str(), "test"), name);
-    EXPECT_NE(algorithms::find_allreduce(name), nullptr) << name;
+    EXPECT_NE(algorithms::find_body("all_reduce", name), nullptr) << name;
     ASSERT_NE(entry.seconds, nullptr) << name;
     topology::LinkCost link{30, 1.2};
     EXPECT_GT(entry.seconds(4, 1 << 20, 1, link), 0) << name;
@@ -49,11 +50,56 @@ TEST(AlgorithmTable, EveryAllReduceOverLinksRunsUnderItsNameAndHasACost) {
   EXPECT_THROW(algorithms::parse_allreduce_algorithm("rsag", "test"), TransportError);
   EXPECT_EQ(topology::algorithm_names("all_reduce", AlgorithmHome::kLinks),
             "rabenseifner, recursive_doubling, ring");
-  EXPECT_EQ(topology::algorithm_names("all_reduce", AlgorithmHome::kShm), "direct, rsag");
+  EXPECT_EQ(topology::algorithm_names("all_reduce", AlgorithmHome::kShm),
+            "direct, rsag, single_copy");
   for (const char* op : {"all_gather", "reduce_scatter", "broadcast", "reduce", "gather", "scatter",
                          "all_to_all", "barrier"}) {
     EXPECT_FALSE(topology::algorithm_names(op, AlgorithmHome::kLinks).empty()) << op;
   }
+}
+
+TEST(AlgorithmTable, EveryOpHasAPricedAlgorithmAtEveryHomeAndOverLinksABody) {
+  const topology::LinkCost link{30, 1.2};
+  for (topology::Collective op : topology::all_collectives()) {
+    const char* name = topology::collective_name(op);
+    for (AlgorithmHome home : {AlgorithmHome::kLinks, AlgorithmHome::kShm}) {
+      double seconds = -1;
+      const auto* best = topology::cheapest_algorithm(name, home, 4, 4096, 1, link, &seconds);
+      ASSERT_NE(best, nullptr) << name;
+      EXPECT_GE(seconds, 0) << name;
+      if (home == AlgorithmHome::kLinks) {
+        EXPECT_NE(algorithms::find_body(name, best->name), nullptr) << name;
+        EXPECT_EQ(algorithms::resolve_algorithm(op, "", "", 4096, 4, 65536).empty(), false);
+      }
+    }
+  }
+}
+
+TEST(AlgorithmTable, SharedMemorysPathsArePricedInTheRegimesTheyWin) {
+  auto shm = [](const char* op, int ranks, double bytes, int cpus = 8, bool single_copy = true) {
+    topology::LinkCost link{1.5, 6.0};
+    link.cpus = cpus;
+    link.single_copy = single_copy;
+    double seconds = 0;
+    return std::string(
+        topology::cheapest_algorithm(op, AlgorithmHome::kShm, ranks, bytes, 1, link, &seconds)
+            ->name);
+  };
+  EXPECT_EQ(shm("all_reduce", 2, 8), "direct");
+  EXPECT_EQ(shm("all_reduce", 4, 32 << 10), "direct");
+  EXPECT_EQ(shm("all_reduce", 4, (32 << 10) + 4), "rsag");
+  EXPECT_EQ(shm("all_reduce", 2, 1 << 20), "rsag");
+  EXPECT_EQ(shm("all_reduce", 2, 4 << 20), "single_copy");
+  EXPECT_EQ(shm("all_reduce", 2, 128 << 20), "rsag");   // beyond the caches: two bytes beat 2.5
+  EXPECT_EQ(shm("all_reduce", 4, 4 << 20, 2), "rsag");  // more ranks than CPUs
+  EXPECT_EQ(shm("all_reduce", 2, 4 << 20, 8, false), "rsag");  // DOMINO_SINGLE_COPY=off
+  EXPECT_EQ(shm("all_gather", 4, 4 << 10), "segment");         // 16 KiB gathered
+  EXPECT_EQ(shm("all_gather", 4, 32 << 10), "single_copy");
+  EXPECT_EQ(shm("all_gather", 4, 32 << 10, 2), "segment");
+  EXPECT_EQ(shm("all_gather", 4, 1 << 20, 2), "single_copy");
+  EXPECT_EQ(shm("reduce_scatter", 4, 1 << 20, 2), "segment");
+  EXPECT_EQ(shm("reduce_scatter", 2, 1 << 20), "single_copy");
+  EXPECT_EQ(shm("broadcast", 2, 1 << 20), "segment");
 }
 
 TEST(AlgorithmTable, ANameTakenTwiceIsRefused) {
@@ -66,9 +112,13 @@ TEST(AlgorithmTable, TheSizeRuleIsWhatTransportsRunWhenNothingIsHandedDown) {
   EXPECT_EQ(topology::auto_links_allreduce(4096, 4, 65536), "recursive_doubling");
   EXPECT_EQ(topology::auto_links_allreduce(1 << 20, 4, 65536), "rabenseifner");
   EXPECT_EQ(topology::auto_links_allreduce(1 << 20, 6, 65536), "ring");
-  EXPECT_EQ(algorithms::resolve_allreduce_algorithm("", "", 4096, 4, 65536), "recursive_doubling");
-  EXPECT_EQ(algorithms::resolve_allreduce_algorithm("", "ring", 4096, 4, 65536), "ring");
-  EXPECT_EQ(algorithms::resolve_allreduce_algorithm("rabenseifner", "ring", 4096, 4, 65536),
+  EXPECT_EQ(algorithms::resolve_algorithm(topology::Collective::kAllReduce, "", "", 4096, 4, 65536),
+            "recursive_doubling");
+  EXPECT_EQ(
+      algorithms::resolve_algorithm(topology::Collective::kAllReduce, "", "ring", 4096, 4, 65536),
+      "ring");
+  EXPECT_EQ(algorithms::resolve_algorithm(topology::Collective::kAllReduce, "rabenseifner", "ring",
+                                          4096, 4, 65536),
             "rabenseifner");
 }
 

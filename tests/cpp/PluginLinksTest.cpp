@@ -85,7 +85,7 @@ INSTANTIATE_TEST_SUITE_P(WorldSizesAndAlgorithms, PluginLinksCollectives,
 TEST(PluginLinks, AnAlgorithmNoOneWroteIsRefusedAtCreation) {
   const auto outcome = run_group(1, "links-bogus", "bogus", 1000,
                                  [](int, Communicator&) { return std::string("created"); });
-  EXPECT_NE(outcome[0].find("the mailbox transport has no all-reduce algorithm 'bogus'"),
+  EXPECT_NE(outcome[0].find("the mailbox transport has no all_reduce algorithm 'bogus'"),
             std::string::npos)
       << outcome[0];
 }

@@ -11,8 +11,8 @@ namespace {
 
 TEST(Record, FieldsRoundTripAndDoublesAreExact) {
   const double measured = 4.812345678901234;
-  const std::string record = encode_record(
-      {{"inter.latency_us", exact_number(measured)}, {"inter.source", "meas\nured"}});
+  const std::string record =
+      encode_record({{"inter.latency_us", exact_number(measured)}, {"inter.source", "meas\nured"}});
   const auto fields = decode_record(record, "test record");
   EXPECT_EQ(std::stod(fields.at("inter.latency_us")), measured);
   EXPECT_EQ(fields.at("inter.source"), "meas ured");  // a newline cannot split a field
@@ -25,8 +25,7 @@ TEST(Record, ALineThatIsNoFieldOrAFieldTwiceIsRefused) {
       decode_record(bad, "rank 0's routing record");
       ADD_FAILURE() << "accepted '" << bad << "'";
     } catch (const std::invalid_argument& e) {
-      EXPECT_NE(std::string(e.what()).find("rank 0's routing record has a line"),
-                std::string::npos)
+      EXPECT_NE(std::string(e.what()).find("rank 0's routing record has a line"), std::string::npos)
           << e.what();
     }
   }

@@ -175,18 +175,20 @@ TEST(Router, APlanIsItsStepsWithTheAlgorithmEachHandsDown) {
                                             (16u << 20) / 2.0 / 8, 2, CostModel{}.inter, &seconds);
   ASSERT_NE(cheapest, nullptr);
   EXPECT_EQ(big.algorithm_of(Level::kRail, Collective::kAllReduce), cheapest->name);
-  EXPECT_EQ(big.describe(), "reduce_scatter@host > all_reduce@rail:" + std::string(cheapest->name) +
-                                " > all_gather@host x8");
+  // Inside the host, shared memory's path the table prices cheapest for a 2 MiB chunk's slices.
+  EXPECT_EQ(big.describe(), "reduce_scatter@host:single_copy > all_reduce@rail:" +
+                                std::string(cheapest->name) + " > all_gather@host:single_copy x8");
   RouterOptions leader;
   leader.forced_plan = PlanKind::kLeader;
   const Router by_leaders(kTwoByTwo, CostModel{}, leader);
   EXPECT_EQ(by_leaders.choose(Collective::kBroadcast, 1 << 20).describe(),
-            "broadcast@host > broadcast@leaders:binomial_tree > broadcast@host");
+            "broadcast@host:segment > broadcast@leaders:binomial_tree > broadcast@host:segment");
   EXPECT_EQ(Router(kOneHost, CostModel{}, {}).choose(Collective::kAllGather, 64).describe(),
-            "all_gather@group");
+            "all_gather@group:segment");
   // A transport whose collectives are its own is handed no name, and the report says none.
   RouterOptions own;
   own.inter_runs_table = false;
+  own.intra_home = std::nullopt;
   const Plan theirs = Router(kTwoByTwo, CostModel{}, own).choose(Collective::kAllReduce, 64);
   EXPECT_EQ(theirs.inter_algorithm(), "");
   for (const Step& step : theirs.steps) EXPECT_EQ(step.algorithm, "");
@@ -204,20 +206,19 @@ TEST(Router, AForcedInHostAlgorithmNamesTheOneHostAllReduceAndPricesItByTheTable
   ASSERT_NE(entry, nullptr);
   const int ranks = static_cast<int>(kOneHost.host_of_rank.size());
   EXPECT_NEAR(plan.predicted_us, entry->seconds(ranks, 1 << 20, 1, CostModel{}.intra) * 1e6, 1e-6);
-  // Other ops keep the transport's own collectives.
-  EXPECT_EQ(router.choose(Collective::kAllGather, 64).describe(), "all_gather@group");
-  // Shared memory's own names reach it at creation, not per call: any other transport keeps its
-  // own all-reduce.
+  // Other ops keep shared memory's own algorithms.
+  EXPECT_EQ(router.choose(Collective::kAllGather, 64).describe(), "all_gather@group:segment");
+  // Shared memory's own names are forced the same way, at every size.
   RouterOptions direct;
-  direct.forced_intra_algorithm = "direct";
+  direct.forced_intra_algorithm = "rsag";
   EXPECT_EQ(Router(kOneHost, CostModel{}, direct).choose(Collective::kAllReduce, 64).describe(),
-            "all_reduce@group");
+            "all_reduce@group:rsag");
   // Across hosts the in-host steps are reduce-scatter and all-gather: nothing changes.
   EXPECT_EQ(
       Router(kTwoByTwo, CostModel{}, ring).choose(Collective::kAllReduce, 16u << 20).describe(),
       Router(kTwoByTwo, CostModel{}, {}).choose(Collective::kAllReduce, 16u << 20).describe());
   EXPECT_EQ(Router(kOneHost, CostModel{}, {}).choose(Collective::kAllReduce, 64).describe(),
-            "all_reduce@group");
+            "all_reduce@group:direct");
 }
 
 TEST(Router, CostStringsParseOrNameTheVariable) {

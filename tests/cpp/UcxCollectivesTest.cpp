@@ -11,7 +11,7 @@
 #include <tuple>
 #include <vector>
 
-#include "plugins/algorithms/AllreduceChoice.h"
+#include "plugins/algorithms/AlgorithmChoice.h"
 #include "plugins/common/TransportError.h"
 #include "support/CollectiveChecks.h"
 #include "support/ShmGroup.h"
@@ -72,8 +72,7 @@ TEST(UcxCollectives, TheNameHandedDownRunsAndAnUnknownOneIsRefused) {
           comm.allreduce(buf(data), buf(data), DOMINO_SUM, "bogus");
         } catch (const TransportError& e) {
           return e.status() == DOMINO_ERR_UNSUPPORTED &&
-                         std::string(e.what()).find("no all-reduce algorithm 'bogus'") !=
-                             std::string::npos
+                         std::string(e.what()).find("has no algorithm 'bogus'") != std::string::npos
                      ? std::string()
                      : std::string("wrong refusal: ") + e.what();
         }

@@ -14,7 +14,7 @@
 extern "C" {
 #endif
 
-#define DOMINO_PLUGIN_ABI_VERSION 7u
+#define DOMINO_PLUGIN_ABI_VERSION 8u
 #define DOMINO_PLUGIN_INIT_SYMBOL "domino_plugin_init"
 /* comm_shrink's flags. */
 #define DOMINO_SHRINK_ABORT 0x1u /* end the parent's work in flight first */
@@ -106,6 +106,23 @@ typedef struct domino_comm_config {
 } domino_comm_config_t;
 
 typedef struct domino_comm domino_comm_t; /* opaque, owned by the plugin */
+
+/* One collective call, as collective_with takes it (Added in ABI 8). op is the collective's place
+ * in the backend's list: 0 all_reduce, 1 broadcast, 2 reduce, 3 all_gather, 4 reduce_scatter,
+ * 5 gather, 6 scatter, 7 all_to_all, 8 barrier; the other fields are the op's entry's arguments,
+ * zero or NULL where it has none (broadcast's buffer is recv; all_to_all's counts and offsets per
+ * peer are in elements). */
+typedef struct domino_call {
+  uint32_t op;
+  const domino_buffer_t* send;
+  domino_buffer_t* recv;
+  domino_redop_t redop;
+  int32_t root;
+  const uint64_t* send_counts;
+  const uint64_t* send_offsets;
+  const uint64_t* recv_counts;
+  const uint64_t* recv_offsets;
+} domino_call_t;
 
 /* Every function returns a domino_status_t and, on failure, writes a full sentence into err
  * (err_size bytes, always NUL-terminated). */
@@ -204,6 +221,17 @@ typedef struct domino_plugin {
   int (*comm_shrink)(domino_comm_t* parent, const int32_t* exclude, int32_t exclude_count,
                      uint32_t flags, const domino_comm_config_t* config, domino_comm_t** comm,
                      char* err, size_t err_size);
+  /* Any collective by the algorithm the backend's router chose for this call, by its name in
+   * the backend's algorithm table for that op (torch_domino.algorithms() lists them: "ring" or
+   * "rabenseifner" over links, shared memory's "direct", "rsag", "single_copy", "segment"), for a
+   * plugin that has more than one way to run an op, or runs the table's algorithms over messages
+   * of its own. A name the plugin lacks for the op, or a call it cannot serve, returns
+   * DOMINO_ERR_UNSUPPORTED (the same on every rank, before any message): the backend then runs
+   * the named algorithm over the plugin's links where it has them and the name is one of the
+   * table's over links, else calls allreduce_with or the op's own entry. NULL: the same, for
+   * every call. (Added in ABI 8.) */
+  int (*collective_with)(domino_comm_t* comm, const domino_call_t* call, const char* algorithm,
+                         char* err, size_t err_size);
 } domino_plugin_t;
 
 /* The one symbol a plugin library exports. Returns NULL if it cannot serve abi_version. */

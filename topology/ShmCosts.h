@@ -1,0 +1,31 @@
+// The shared-memory transport's own algorithms as the algorithm table prices them. Each is the
+// in-host alpha-beta model of its op (CostModel.h's intra cost), scaled in each size regime by
+// what the paths measured against each other on this machine class (python -m torch_domino.bench
+// with DOMINO_ALGO=direct, rsag and the default, worlds 2 and 4; bench/results/shm_paths.md):
+//   all_reduce   direct (every rank reduces the whole message) up to 32 KiB, rsag (each rank its
+//                slice) above, single_copy (reads from the peers' memory) from 1 to 64 MiB;
+//   all_gather   segment (through the slots), single_copy above 64 KiB gathered (with more ranks
+//                than CPUs, from 256 KiB to 16 MiB);
+//   reduce_scatter  segment, single_copy above 64 KiB of input while every rank has a CPU;
+//   every other op  segment.
+// Single-copy reads need a CPU per rank (else rounds through the slots measured faster) and the
+// permission the link cost says (DOMINO_SINGLE_COPY); elsewhere they cost infinity. Torch-free.
+#pragma once
+
+#include "CostModel.h"
+
+namespace domino::topology {
+
+double shm_direct_seconds(int ranks, double bytes, int flows, const LinkCost& link);
+double shm_rsag_seconds(int ranks, double bytes, int flows, const LinkCost& link);
+double shm_single_copy_allreduce_seconds(int ranks, double bytes, int flows, const LinkCost& link);
+double shm_single_copy_allgather_seconds(int ranks, double bytes, int flows, const LinkCost& link);
+double shm_single_copy_reduce_scatter_seconds(int ranks, double bytes, int flows,
+                                              const LinkCost& link);
+// segment: one per op (bytes as AlgorithmTable.h sizes them).
+double shm_segment_gather_seconds(int ranks, double bytes, int flows, const LinkCost& link);
+double shm_segment_blocks_seconds(int ranks, double bytes, int flows, const LinkCost& link);
+double shm_segment_whole_seconds(int ranks, double bytes, int flows, const LinkCost& link);
+double shm_segment_barrier_seconds(int ranks, double bytes, int flows, const LinkCost& link);
+
+}  // namespace domino::topology
