@@ -13,7 +13,7 @@
 #include "config/Log.h"
 #include "config/Record.h"
 #include "config/WireSettings.h"
-#include "engine/LinkProbe.h"
+#include "engine/TransportProbe.h"
 #include "plugins/common/Directory.h"
 #include "plugins/registry/Communicator.h"
 #include "plugins/registry/PluginLinks.h"
@@ -52,8 +52,9 @@ const domino_plugin_t* ProcessGroupDomino::loaded_transport(const char* variable
   return plugin;
 }
 
-topology::LinkCost ProcessGroupDomino::measure_link(const domino_plugin_t* plugin, int peer,
-                                                    const std::string& what, bool by_collectives) {
+topology::TransportCost ProcessGroupDomino::measure_link(const domino_plugin_t* plugin, int peer,
+                                                         const std::string& what,
+                                                         bool by_collectives) {
   std::vector<int64_t> members = {global_ranks_[0], global_ranks_[static_cast<size_t>(peer)]};
   StoreBootstrap bootstrap(store_, "domino/probe-" + what + "/");
   const std::string name = group_name_ + "/probe-" + what;
@@ -66,7 +67,7 @@ topology::LinkCost ProcessGroupDomino::measure_link(const domino_plugin_t* plugi
   config.timeout_ms = std::min<int64_t>(timeout().count(), 10000);
   config.bootstrap = bootstrap.table();
   Communicator comm(plugin, config);
-  return by_collectives ? probe_collective_link(comm) : probe_link(comm, config.rank);
+  return by_collectives ? probe_transport_by_collectives(comm) : probe_transport(comm, config.rank);
 }
 
 std::string ProcessGroupDomino::rank0s(const std::string& key, const std::string& mine) {
@@ -100,7 +101,7 @@ AdoptedEnvironment ProcessGroupDomino::agree_on_wire_settings(
 topology::Router ProcessGroupDomino::agree_on_routing(const std::string& host_list) {
   topology::CostModel costs;
   // Rank 0 and one peer measure each link the router weighs; everyone adopts rank 0's figures.
-  auto measure = [&](topology::LinkCost& cost, const domino_plugin_t* plugin, int peer,
+  auto measure = [&](topology::TransportCost& cost, const domino_plugin_t* plugin, int peer,
                      const char* what, const char* variable, bool by_collectives) {
     if (rank_ != 0 && rank_ != peer) return;
     try {
@@ -141,9 +142,18 @@ topology::Router ProcessGroupDomino::agree_on_routing(const std::string& host_li
   // count, so all take the same path.
   mine.emplace_back("intra.cpus",
                     std::to_string(std::max(1u, std::thread::hardware_concurrency())));
+  // Which of the table's names the intra-host transport takes per call: shared memory's own; a
+  // plugin with only links runs those over links; any other keeps its own choice. It decides how
+  // in-host steps are priced, so every rank must see the same.
+  const std::string intra_home = std::string_view(plugin_->name) == "shm" ? "shm"
+                                 : plugin_->allreduce == nullptr && PluginLinks::available(plugin_)
+                                     ? "links"
+                                     : "own";
+  mine.emplace_back("intra.home", intra_home);
   const std::string agreed = rank0s("domino/routing", encode_record(mine));
   std::map<std::string, std::string> fields;
   bool rank0_runs_table = inter_runs_table;
+  std::string rank0_intra_home = intra_home;
   try {
     fields = decode_record(agreed, "rank 0's routing record");
     for (auto& [level, cost] : {std::pair{"intra", &costs.intra}, {"inter", &costs.inter}}) {
@@ -153,6 +163,7 @@ topology::Router ProcessGroupDomino::agree_on_routing(const std::string& host_li
     }
     rank0_runs_table = fields.at("inter.runs_table") == "1";
     costs.intra.cpus = std::stoi(fields.at("intra.cpus"));
+    rank0_intra_home = fields.at("intra.home");
   } catch (const std::exception& e) {
     C10_THROW_ERROR(DistBackendError, std::string("domino: init of ") + label() +
                                           ": rank 0's routing record '" + agreed +
@@ -165,6 +176,13 @@ topology::Router ProcessGroupDomino::agree_on_routing(const std::string& host_li
               " the router's all-reduce algorithm per call (plugin ABI allreduce_with or links), "
               "but rank 0's ",
               rank0_runs_table ? "does" : "does not",
+              "; every rank must load the same build of that plugin (check DOMINO_PLUGIN_PATH on "
+              "each host).");
+  TORCH_CHECK(rank0_intra_home == intra_home, "domino: init of ", label(),
+              ": the intra-host transport '", plugin_->name, "' here runs ",
+              intra_home == "own" ? "its own algorithms" : "the table's " + intra_home + " names",
+              " per call, but rank 0's runs ",
+              rank0_intra_home == "own" ? "its own" : "the table's " + rank0_intra_home + " names",
               "; every rank must load the same build of that plugin (check DOMINO_PLUGIN_PATH on "
               "each host).");
   topology::RouterOptions options;
@@ -193,22 +211,24 @@ topology::Router ProcessGroupDomino::agree_on_routing(const std::string& host_li
               settings_.intra_algorithm, ".");
   options.rail_chunk_bytes = settings_.rail_chunk_bytes;
   costs.intra.single_copy = settings_.single_copy;
-  // Which of the table's names the intra-host transport takes per call: shared memory's own; a
-  // plugin with only links runs those over links; any other keeps its own choice.
-  if (std::string_view(plugin_->name) == "shm") {
-    options.intra_home = topology::AlgorithmHome::kShm;
-  } else if (plugin_->allreduce == nullptr && PluginLinks::available(plugin_)) {
-    options.intra_home = topology::AlgorithmHome::kLinks;
-  } else {
-    options.intra_home = std::nullopt;
-  }
+  options.intra_home = intra_home == "shm"     ? std::optional(topology::AlgorithmHome::kShm)
+                       : intra_home == "links" ? std::optional(topology::AlgorithmHome::kLinks)
+                                               : std::nullopt;
+  // Shared memory's own names (direct, rsag, single_copy) mean nothing to another transport.
+  const bool intra_shm_name = topology::find_algorithm(settings_.intra_algorithm, "all_reduce",
+                                                       topology::AlgorithmHome::kShm) != nullptr;
+  TORCH_CHECK(!intra_shm_name || intra_home == "shm", "domino: init of ", label(),
+              ": DOMINO_ALGO names shared memory's in-host all-reduce '", settings_.intra_algorithm,
+              "', but the intra-host transport is '", plugin_->name,
+              "'; use the shm transport (DOMINO_INTRA_TRANSPORT=auto) or drop '",
+              settings_.intra_algorithm, "' from DOMINO_ALGO.");
   log_line(LogLevel::kDebug, rank_, label() + ": host layout " + host_list);
   return topology::Router(layout_, costs, options);
 }
 
 bool ProcessGroupDomino::runs_algorithm_table(const domino_plugin_t* plugin) {
   // A transport whose own all-reduce takes no name chooses for itself: the report says so.
-  return plugin->allreduce_with != nullptr ||
+  return plugin->allreduce_with != nullptr || plugin->collective_with != nullptr ||
          (plugin->allreduce == nullptr && PluginLinks::available(plugin));
 }
 

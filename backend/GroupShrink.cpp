@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "DeviceTransport.h"
+#include "DeviceCollectives.h"
 #include "ProcessGroupDomino.h"
 #include "config/Log.h"
 #include "engine/RoutedComm.h"

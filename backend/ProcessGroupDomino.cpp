@@ -11,7 +11,7 @@
 #include <map>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
-#include "DeviceTransport.h"
+#include "DeviceCollectives.h"
 #include "FlightRecorder.h"
 #include "HandleScope.h"
 #include "IncarnationScope.h"
@@ -24,9 +24,9 @@
 #include "Work.h"
 #include "config/Log.h"
 #include "config/WireSettings.h"
-#include "engine/LinkProbe.h"
 #include "engine/ProgressLane.h"
 #include "engine/RoutedComm.h"
+#include "engine/TransportProbe.h"
 #include "plugins/common/Dtype.h"
 #include "plugins/common/TransportError.h"
 #include "plugins/registry/Communicator.h"
@@ -164,7 +164,7 @@ ProcessGroupDomino::ProcessGroupDomino(const c10::intrusive_ptr<c10d::Store>& st
     const domino_plugin_t* nccl = registry_->find("nccl");
     bind();  // before anything starts UCX, which reads UCX_NET_DEVICES once
     router_ = std::make_unique<topology::Router>(agree_on_routing(hosts));
-    device_ = std::make_unique<DeviceTransport>(DeviceTransport::Group{
+    device_ = std::make_unique<DeviceCollectives>(DeviceCollectives::Group{
         .store = store_,
         .rank = rank_,
         .size = size_,
@@ -327,12 +327,8 @@ const char* ProcessGroupDomino::device_path() const {
   return device_->device_path();
 }
 
-std::vector<ProcessGroupDomino::CommStream> ProcessGroupDomino::comm_streams() const {
-  std::vector<CommStream> out;
-  for (DeviceTransport::CommStream& s : device_->comm_streams()) {
-    out.push_back({std::move(s.lane), s.device, s.priority, s.least_priority, s.greatest_priority});
-  }
-  return out;
+std::vector<CommStream> ProcessGroupDomino::comm_streams() const {
+  return device_->comm_streams();
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
@@ -371,7 +367,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
                                tensors.inputs, tensors.outputs);
   }
   auto work = c10::make_intrusive<Work>(rank_, type, std::move(tensors.outputs));
-  std::optional<DeviceTransport::Issue> on_device;
+  std::optional<DeviceCollectives::Issue> on_device;
   if (device) on_device = device_->issue(*work, *device, route, lane_index, peer, host_only);
   // A profiler running on the caller's thread sees the op where it really runs, on the lane.
   std::optional<ProfilerContext> profiler;

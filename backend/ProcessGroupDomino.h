@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "CommStream.h"
 #include "Work.h"
 #include "config/Settings.h"
 #include "domino/plugin.h"
@@ -32,7 +33,7 @@
 namespace domino {
 
 struct AdoptedEnvironment;
-class DeviceTransport;
+class DeviceCollectives;
 struct InheritedDeviceComms;
 class PluginRegistry;
 class RoutedComm;
@@ -207,16 +208,7 @@ class ProcessGroupDomino : public c10d::Backend {
   const char* device_path() const;
   // Whether this build can move CUDA tensors over NCCL at all.
   bool has_device_transport() const;
-  // The comm streams made so far, one per lane ("high", "normal", "low", "send:P", "recv:P",
-  // "recv:any") and device; DeviceTransport keeps its own copy of the struct, as its header is
-  // not installed.
-  struct CommStream {
-    std::string lane;
-    int device;
-    int priority;
-    int least_priority;
-    int greatest_priority;
-  };
+  // The comm streams made so far, one per lane and device.
   std::vector<CommStream> comm_streams() const;
 
  private:
@@ -278,8 +270,8 @@ class ProcessGroupDomino : public c10d::Backend {
   // Times the link between rank 0 and group rank peer over plugin (ranks 0 and peer only), by
   // ping-pong or, by_collectives, by two-rank all-reduces; what ("intra" or "inter") scopes the
   // rendezvous keys.
-  topology::LinkCost measure_link(const domino_plugin_t* plugin, int peer, const std::string& what,
-                                  bool by_collectives);
+  topology::TransportCost measure_link(const domino_plugin_t* plugin, int peer,
+                                       const std::string& what, bool by_collectives);
   // Chooses binding_ from the host topology and applies the NIC choice.
   void bind();
   // Every rank publishes its host identity and reads everyone's.
@@ -327,7 +319,7 @@ class ProcessGroupDomino : public c10d::Backend {
   std::atomic<std::chrono::milliseconds> timeout_{std::chrono::milliseconds(0)};
   std::mutex timeout_mutex_;  // setTimeout against a lane publishing its new communicators
   std::atomic<bool> timeout_ignored_warned_{false};
-  std::unique_ptr<DeviceTransport> device_;
+  std::unique_ptr<DeviceCollectives> device_;
   // Declared last, so that the lanes stop before the communicators go.
   LaneSet lanes_;
 };

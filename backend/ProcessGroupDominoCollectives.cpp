@@ -1,7 +1,7 @@
 // The c10d entry points of the one-tensor-per-call collectives and of point-to-point: each checks
 // its arguments, stages its tensors and issues a job that runs the op over the lane's
 // RoutedComm.
-#include "DeviceTransport.h"
+#include "DeviceCollectives.h"
 #include "MonitoredBarrier.h"
 #include "OpChecks.h"
 #include "ProcessGroupDomino.h"

@@ -91,12 +91,12 @@ std::string algorithm_names(std::string_view op, AlgorithmHome home) {
 }
 
 const AlgorithmEntry* cheapest_algorithm(std::string_view op, AlgorithmHome home, int ranks,
-                                         double bytes, int flows, const LinkCost& link,
+                                         double bytes, int flows, const TransportCost& cost,
                                          double* seconds) {
   const AlgorithmEntry* best = nullptr;
   for (const AlgorithmEntry& e : algorithm_table()) {
     if (e.seconds == nullptr || find_algorithm(e.name, op, home) != &e) continue;
-    const double t = e.seconds(ranks, bytes, flows, link);
+    const double t = e.seconds(ranks, bytes, flows, cost);
     if (best == nullptr || t < *seconds) {
       best = &e;
       *seconds = t;
@@ -112,7 +112,7 @@ std::string_view auto_links_allreduce(size_t bytes, int ranks, size_t small_mess
   return power_of_two_below(ranks) == ranks ? "rabenseifner" : "ring";
 }
 
-size_t recursive_doubling_limit(int ranks, const LinkCost& c) {
+size_t recursive_doubling_limit(int ranks, const TransportCost& c) {
   size_t limit = 0;
   for (size_t bytes = 256; bytes <= (size_t{1} << 30); bytes *= 2) {
     const double n = static_cast<double>(bytes);

@@ -19,11 +19,11 @@ namespace domino::topology {
 // the shared-memory transport.
 enum class AlgorithmHome { kLinks, kShm };
 
-// Seconds for one call of an entry's op among ranks over link, `flows` of its flows sharing one
-// host's link. bytes is the op's message as the router sizes it: the whole buffer of an
-// all-reduce, broadcast or reduce; one rank's block of an all-gather, reduce-scatter, gather or
-// scatter; what one rank sends in all of an all-to-all; 0 for a barrier.
-using Seconds = double (*)(int ranks, double bytes, int flows, const LinkCost& link);
+// Seconds for one call of an entry's op among ranks over a transport costing `cost`, `flows` of its
+// flows sharing one host's NIC. bytes is the op's message as the router sizes it: the whole buffer
+// of an all-reduce, broadcast or reduce; one rank's block of an all-gather, reduce-scatter, gather
+// or scatter; what one rank sends in all of an all-to-all; 0 for a barrier.
+using Seconds = double (*)(int ranks, double bytes, int flows, const TransportCost& cost);
 
 struct AlgorithmEntry {
   std::string_view name;
@@ -50,7 +50,7 @@ std::string algorithm_names(std::string_view op, AlgorithmHome home);
 // by the entries' own costs (ties: table order); *seconds receives its cost. nullptr when no
 // entry serving it has a cost.
 const AlgorithmEntry* cheapest_algorithm(std::string_view op, AlgorithmHome home, int ranks,
-                                         double bytes, int flows, const LinkCost& link,
+                                         double bytes, int flows, const TransportCost& cost,
                                          double* seconds);
 
 // What a transport runs over links when nothing was handed down: at or below
@@ -58,8 +58,8 @@ const AlgorithmEntry* cheapest_algorithm(std::string_view op, AlgorithmHome home
 // otherwise.
 std::string_view auto_links_allreduce(size_t bytes, int ranks, size_t small_message_bytes);
 // The largest power of two of bytes (256 B .. 1 GiB, 0 if none) for which recursive doubling
-// beats the bandwidth-optimal algorithm among `ranks` over `link`: the threshold the router
-// gives transports for their own choice.
-size_t recursive_doubling_limit(int ranks, const LinkCost& link);
+// beats the bandwidth-optimal algorithm among `ranks` over a transport costing `cost`: the
+// threshold the router gives transports for their own choice.
+size_t recursive_doubling_limit(int ranks, const TransportCost& cost);
 
 }  // namespace domino::topology

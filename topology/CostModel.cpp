@@ -4,13 +4,13 @@
 
 namespace domino::topology {
 
-LinkCost parse_link_cost(const std::string& variable, const std::string& value) {
+TransportCost parse_link_cost(const std::string& variable, const std::string& value) {
   const std::string expected = variable + "='" + value +
                                "' is not a cost: expected 'LATENCY_US,GBYTES_PER_S' with both "
                                "positive, e.g. '25,1.1'";
   const size_t comma = value.find(',');
   if (comma == std::string::npos) throw std::invalid_argument(expected);
-  LinkCost cost;
+  TransportCost cost;
   try {
     size_t used = 0;
     cost.latency_us = std::stod(value.substr(0, comma), &used);

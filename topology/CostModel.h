@@ -8,7 +8,7 @@
 
 namespace domino::topology {
 
-struct LinkCost {
+struct TransportCost {
   double latency_us = 0;           // alpha
   double gbytes_per_s = 1;         // 1 / beta
   std::string source = "default";  // "default", "configured" or "measured", for the report
@@ -26,8 +26,8 @@ struct CostModel {
   // Shared memory on this class of machine (bench --suite shm), and UCX over TCP between hosts
   // on a 10 Gbit/s class link; both replaced by DOMINO_COST_INTRA / DOMINO_COST_INTER or by the
   // probe a multi-host group runs at init.
-  LinkCost intra{1.5, 6.0, "default"};
-  LinkCost inter{30.0, 1.2, "default"};
+  TransportCost intra{1.5, 6.0, "default"};
+  TransportCost inter{30.0, 1.2, "default"};
   // A rank that waits out an inter-host step it takes no part in has gone to sleep and must be
   // woken and scheduled again; measured at about 80 us with 4 ranks on 2 cores
   // (bench/multihost: leader vs hierarchical at 8 B), charged at half that.
@@ -35,10 +35,10 @@ struct CostModel {
 };
 
 // Terms the algorithms' cost functions share (AlgorithmTable.h).
-inline double alpha_seconds(const LinkCost& c) {
+inline double alpha_seconds(const TransportCost& c) {
   return c.latency_us * 1e-6;
 }
-inline double seconds_per_byte(const LinkCost& c) {
+inline double seconds_per_byte(const TransportCost& c) {
   return 1.0 / (c.gbytes_per_s * 1e9);
 }
 inline double log2_ceil(int n) {
@@ -50,14 +50,14 @@ inline int power_of_two_below(int ranks) {
 }
 // Power-of-two algorithms on other counts fold the extra ranks in and out: two more
 // whole-message rounds, `flows` of them sharing one link.
-inline double fold_seconds(int ranks, double bytes, int flows, const LinkCost& c) {
+inline double fold_seconds(int ranks, double bytes, int flows, const TransportCost& c) {
   return power_of_two_below(ranks) == ranks
              ? 0.0
              : 2 * (alpha_seconds(c) + bytes * seconds_per_byte(c) * flows);
 }
 
-// "ALPHA_US,GBYTES_PER_S" (e.g. "25,1.1") -> LinkCost marked configured. Throws
+// "ALPHA_US,GBYTES_PER_S" (e.g. "25,1.1") -> TransportCost marked configured. Throws
 // std::invalid_argument naming variable, the value and the expected form.
-LinkCost parse_link_cost(const std::string& variable, const std::string& value);
+TransportCost parse_link_cost(const std::string& variable, const std::string& value);
 
 }  // namespace domino::topology

@@ -2,7 +2,7 @@
 // step names the communicator (level), what it does there (a collective with its algorithm and
 // root, or a local copy between block orders), the views of the call's buffers and of scratch
 // it reads and writes, and which ranks take part. The router builds plans from templates
-// (Schedules.h), prices them step by step, and fills in each step's algorithm (Router.h); the
+// (PlanTemplates.h), prices them step by step, and fills in each step's algorithm (Router.h); the
 // report, the plan trial and the executor (backend/engine/PlanRun) read the same structure.
 // Torch-free.
 #pragma once

@@ -131,11 +131,11 @@ std::vector<Plan> built_in() {
 
 void check(const Plan& plan);
 
-std::vector<Plan>& templates() {
-  static std::vector<Plan> all = [] {
+std::deque<Plan>& templates() {
+  static std::deque<Plan> all = [] {
     std::vector<Plan> plans = built_in();
     for (const Plan& plan : plans) check(plan);
-    return plans;
+    return std::deque<Plan>(plans.begin(), plans.end());
   }();
   return all;
 }
@@ -169,6 +169,18 @@ void check(const Plan& plan) {
                                   " runs on the whole group: a two-level plan's steps "
                                   "run on host, rail or leaders");
     }
+    // Rails of an uneven layout have different lengths, and not every host has every rail.
+    if (step.action == Action::kCollective && step.level == Level::kRail && !plan.needs_uniform) {
+      throw std::invalid_argument(where +
+                                  " runs on a rail, which needs a uniform layout: set "
+                                  "needs_uniform");
+    }
+    if (step.action == Action::kCollective && step.level == Level::kLeaders &&
+        step.members != Members::kLeaders) {
+      throw std::invalid_argument(where +
+                                  " runs on the leaders, so only the leaders take part: "
+                                  "set members to Members::kLeaders");
+    }
     if (is_scratch(step.out.buffer))
       written[static_cast<int>(step.out.buffer) - static_cast<int>(Buffer::kScratch0)] = true;
   }
@@ -191,7 +203,7 @@ void check(const Plan& plan) {
 
 }  // namespace
 
-const std::vector<Plan>& plan_templates() {
+const std::deque<Plan>& plan_templates() {
   return templates();
 }
 

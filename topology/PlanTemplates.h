@@ -5,17 +5,21 @@
 // the flat plans (one collective over the whole group) need none. Torch-free.
 #pragma once
 
-#include <vector>
+#include <deque>
 
 #include "Plan.h"
 
 namespace domino::topology {
 
-// Every template, built-in and added, in the order added.
-const std::vector<Plan>& plan_templates();
+// Every template, built-in and added, in the order added (a deque: adding keeps the others'
+// addresses).
+const std::deque<Plan>& plan_templates();
 // Adds a template. Throws std::invalid_argument for a flat kind, a (kind, op) that has one, a
-// step that reads a scratch buffer nothing wrote before it, a rooted step with no root, or a
-// pipelined template whose rail steps are not one run of steps.
+// step that reads a scratch buffer nothing wrote before it, a rooted step with no root, a rail
+// step in a template that does not need a uniform layout, a leaders step that not only the
+// leaders take, or a pipelined template whose rail steps are not one run of steps. Add templates
+// before any process group is made: a lane builds the communicators its router's plans step on
+// when it starts, and routing does not lock the list.
 void add_plan_template(Plan plan);
 // The template of kind for op; nullptr if none.
 const Plan* find_plan_template(PlanKind kind, Collective op);

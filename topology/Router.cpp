@@ -119,7 +119,7 @@ double Router::inter_allreduce(int ranks, double bytes, int flows, std::string* 
 
 double Router::intra_seconds(Collective op, int ranks, double n) const {
   if (ranks <= 1) return 0;
-  const LinkCost& s = costs_.intra;
+  const TransportCost& s = costs_.intra;
   const double s_alpha = alpha_seconds(s), s_beta = seconds_per_byte(s);
   // A reduce-scatter or all-gather of `whole` bytes in all: each rank moves all but its share.
   auto part = [&](double whole) { return s_alpha + (ranks - 1.0) / ranks * whole * s_beta; };
@@ -158,6 +158,12 @@ double Router::step_seconds(Step& step, double bytes) const {
       if (chosen == nullptr) chosen = find_algorithm(forced, op, AlgorithmHome::kShm);
       if (chosen != nullptr && chosen->seconds != nullptr) {
         seconds = chosen->seconds(ranks, bytes, 1, costs_.intra);
+        // Infinity means it cannot run here (single_copy with more ranks than cores, or turned
+        // off): the router picks among the others instead of handing down a refused name.
+        if (std::isinf(seconds) && options_.intra_home) {
+          chosen =
+              cheapest_algorithm(op, *options_.intra_home, ranks, bytes, 1, costs_.intra, &seconds);
+        }
       }
     } else if (options_.intra_home) {
       chosen =
@@ -168,7 +174,7 @@ double Router::step_seconds(Step& step, double bytes) const {
     // A forced path outside its regime is priced as what the transport's own choice costs.
     return std::isfinite(seconds) && seconds > 0 ? seconds : intra_seconds(step.op, ranks, bytes);
   }
-  // How many of the step's flows share one host's link: every rail at once; a flat ring's
+  // How many of the step's flows share one host's NIC: every rail at once; a flat ring's
   // edges leaving one host; every rank of a host in a flat all-reduce or all-to-all.
   int flows = 1;
   if (step.level == Level::kRail && step.members == Members::kAll) {

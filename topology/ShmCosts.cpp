@@ -14,33 +14,33 @@ constexpr double kSingleCopyShare = 0.7;
 
 // A reduce-scatter or all-gather of `whole` bytes in all among ranks: each moves all but its
 // share.
-double part(int ranks, double whole, const LinkCost& c) {
+double part(int ranks, double whole, const TransportCost& c) {
   return ranks <= 1 ? 0.0 : alpha_seconds(c) + (ranks - 1.0) / ranks * whole * seconds_per_byte(c);
 }
-double allreduce_base(int ranks, double bytes, const LinkCost& c) {
+double allreduce_base(int ranks, double bytes, const TransportCost& c) {
   return 2 * part(ranks, bytes, c);
 }
-bool has_cpu_each(int ranks, const LinkCost& c) {
+bool has_cpu_each(int ranks, const TransportCost& c) {
   return c.cpus <= 0 || ranks <= c.cpus;
 }
 }  // namespace
 
-double shm_direct_seconds(int ranks, double bytes, int, const LinkCost& c) {
+double shm_direct_seconds(int ranks, double bytes, int, const TransportCost& c) {
   return allreduce_base(ranks, bytes, c) * (bytes <= 32 * kKiB ? 1.0 : kOutOfRegime);
 }
 
-double shm_rsag_seconds(int ranks, double bytes, int, const LinkCost& c) {
+double shm_rsag_seconds(int ranks, double bytes, int, const TransportCost& c) {
   // Just above direct's regime's edge; below it direct wins by its one round.
   return allreduce_base(ranks, bytes, c) * (bytes <= 32 * kKiB ? 1.1 : 1.0);
 }
 
-double shm_single_copy_allreduce_seconds(int ranks, double bytes, int, const LinkCost& c) {
+double shm_single_copy_allreduce_seconds(int ranks, double bytes, int, const TransportCost& c) {
   if (!c.single_copy || !has_cpu_each(ranks, c) || bytes <= kMiB || bytes > 64 * kMiB)
     return kNever;
   return allreduce_base(ranks, bytes, c) * kSingleCopyShare;
 }
 
-double shm_single_copy_allgather_seconds(int ranks, double bytes, int, const LinkCost& c) {
+double shm_single_copy_allgather_seconds(int ranks, double bytes, int, const TransportCost& c) {
   const double whole = bytes * ranks;
   const bool pays =
       has_cpu_each(ranks, c) ? whole > 64 * kKiB : whole > 256 * kKiB && whole <= 16 * kMiB;
@@ -48,26 +48,27 @@ double shm_single_copy_allgather_seconds(int ranks, double bytes, int, const Lin
   return part(ranks, whole, c) * kSingleCopyShare;
 }
 
-double shm_single_copy_reduce_scatter_seconds(int ranks, double bytes, int, const LinkCost& c) {
+double shm_single_copy_reduce_scatter_seconds(int ranks, double bytes, int,
+                                              const TransportCost& c) {
   const double whole = bytes * ranks;
   if (!c.single_copy || !has_cpu_each(ranks, c) || whole <= 64 * kKiB) return kNever;
   return part(ranks, whole, c) * kSingleCopyShare;
 }
 
-double shm_segment_blocks_seconds(int ranks, double bytes, int, const LinkCost& c) {
+double shm_segment_blocks_seconds(int ranks, double bytes, int, const TransportCost& c) {
   return part(ranks, bytes * ranks, c);
 }
 
-double shm_segment_gather_seconds(int ranks, double bytes, int, const LinkCost& c) {
+double shm_segment_gather_seconds(int ranks, double bytes, int, const TransportCost& c) {
   // The root's own block stays put.
   return ranks <= 1 ? 0.0 : alpha_seconds(c) + (ranks - 1.0) * bytes * seconds_per_byte(c);
 }
 
-double shm_segment_whole_seconds(int ranks, double bytes, int, const LinkCost& c) {
+double shm_segment_whole_seconds(int ranks, double bytes, int, const TransportCost& c) {
   return ranks <= 1 ? 0.0 : alpha_seconds(c) + bytes * seconds_per_byte(c);
 }
 
-double shm_segment_barrier_seconds(int ranks, double, int, const LinkCost& c) {
+double shm_segment_barrier_seconds(int ranks, double, int, const TransportCost& c) {
   return ranks <= 1 ? 0.0 : alpha_seconds(c);
 }
 

@@ -9,23 +9,26 @@
 //   reduce_scatter  segment, single_copy above 64 KiB of input while every rank has a CPU;
 //   every other op  segment.
 // Single-copy reads need a CPU per rank (else rounds through the slots measured faster) and the
-// permission the link cost says (DOMINO_SINGLE_COPY); elsewhere they cost infinity. Torch-free.
+// permission the transport cost says (DOMINO_SINGLE_COPY); elsewhere they cost infinity.
+// Torch-free.
 #pragma once
 
 #include "CostModel.h"
 
 namespace domino::topology {
 
-double shm_direct_seconds(int ranks, double bytes, int flows, const LinkCost& link);
-double shm_rsag_seconds(int ranks, double bytes, int flows, const LinkCost& link);
-double shm_single_copy_allreduce_seconds(int ranks, double bytes, int flows, const LinkCost& link);
-double shm_single_copy_allgather_seconds(int ranks, double bytes, int flows, const LinkCost& link);
+double shm_direct_seconds(int ranks, double bytes, int flows, const TransportCost& cost);
+double shm_rsag_seconds(int ranks, double bytes, int flows, const TransportCost& cost);
+double shm_single_copy_allreduce_seconds(int ranks, double bytes, int flows,
+                                         const TransportCost& cost);
+double shm_single_copy_allgather_seconds(int ranks, double bytes, int flows,
+                                         const TransportCost& cost);
 double shm_single_copy_reduce_scatter_seconds(int ranks, double bytes, int flows,
-                                              const LinkCost& link);
+                                              const TransportCost& cost);
 // segment: one per op (bytes as AlgorithmTable.h sizes them).
-double shm_segment_gather_seconds(int ranks, double bytes, int flows, const LinkCost& link);
-double shm_segment_blocks_seconds(int ranks, double bytes, int flows, const LinkCost& link);
-double shm_segment_whole_seconds(int ranks, double bytes, int flows, const LinkCost& link);
-double shm_segment_barrier_seconds(int ranks, double bytes, int flows, const LinkCost& link);
+double shm_segment_gather_seconds(int ranks, double bytes, int flows, const TransportCost& cost);
+double shm_segment_blocks_seconds(int ranks, double bytes, int flows, const TransportCost& cost);
+double shm_segment_whole_seconds(int ranks, double bytes, int flows, const TransportCost& cost);
+double shm_segment_barrier_seconds(int ranks, double bytes, int flows, const TransportCost& cost);
 
 }  // namespace domino::topology

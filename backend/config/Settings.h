@@ -25,8 +25,8 @@ struct Settings {
   // DOMINO_ALGO: the in-host all-reduce, "direct" or "rsag" (shared memory's own) or, as
   // intra:<name>, one over the intra-host transport's links; empty: automatic.
   std::string intra_algorithm;
-  std::optional<topology::LinkCost> cost_intra;  // DOMINO_COST_INTRA
-  std::optional<topology::LinkCost> cost_inter;  // DOMINO_COST_INTER
+  std::optional<topology::TransportCost> cost_intra;  // DOMINO_COST_INTRA
+  std::optional<topology::TransportCost> cost_inter;  // DOMINO_COST_INTER
   std::string intra_transport = "auto";
   std::string inter_transport = "auto";
   Priority priority = Priority::kNormal;

@@ -22,8 +22,9 @@ namespace domino {
 
 class RoutedComm {
  public:
-  // A communicator to build: which transport, over which group ranks (ascending), and a name
-  // unique among the communicators of this lane (it scopes their rendezvous keys).
+  // A communicator to build: which transport, over which group ranks (in the level's order: a
+  // rail's in host order), and a name unique among the communicators of this lane (it scopes their
+  // rendezvous keys).
   struct Spec {
     std::string name;
     bool inter = false;

@@ -22,7 +22,7 @@ void broadcast_binomial(PeerLinks& links, void* data, size_t bytes, int root) {
 
 namespace {
 // log p rounds of the whole message, one flow per rank.
-double broadcast_seconds(int ranks, double bytes, int flows, const topology::LinkCost& c) {
+double broadcast_seconds(int ranks, double bytes, int flows, const topology::TransportCost& c) {
   return topology::log2_ceil(ranks) *
          (topology::alpha_seconds(c) + bytes * topology::seconds_per_byte(c) * flows);
 }

@@ -33,7 +33,7 @@ void reduce_binomial(PeerLinks& links, const void* send, void* recv, size_t coun
 
 namespace {
 // log p rounds of the whole message, one flow per rank.
-double reduce_seconds(int ranks, double bytes, int flows, const topology::LinkCost& c) {
+double reduce_seconds(int ranks, double bytes, int flows, const topology::TransportCost& c) {
   return topology::log2_ceil(ranks) *
          (topology::alpha_seconds(c) + bytes * topology::seconds_per_byte(c) * flows);
 }

@@ -40,7 +40,7 @@ void alltoall_direct(PeerLinks& links, const void* send, const uint64_t* send_co
 
 namespace {
 // Every rank sends (p-1)/p of what it sends in all at once.
-double alltoall_seconds(int ranks, double bytes, int flows, const topology::LinkCost& c) {
+double alltoall_seconds(int ranks, double bytes, int flows, const topology::TransportCost& c) {
   return topology::alpha_seconds(c) +
          (ranks - 1.0) / ranks * bytes * topology::seconds_per_byte(c) * flows;
 }

@@ -26,7 +26,7 @@ void scatter_direct(PeerLinks& links, const void* send, void* recv, size_t block
 
 namespace {
 // The root's link carries every other rank's block.
-double scatter_seconds(int ranks, double bytes, int flows, const topology::LinkCost& c) {
+double scatter_seconds(int ranks, double bytes, int flows, const topology::TransportCost& c) {
   return topology::alpha_seconds(c) + (ranks - 1.0) * bytes * topology::seconds_per_byte(c) * flows;
 }
 

@@ -12,7 +12,7 @@ void barrier_dissemination(PeerLinks& links) {
 }
 
 namespace {
-double barrier_seconds(int ranks, double, int, const topology::LinkCost& c) {
+double barrier_seconds(int ranks, double, int, const topology::TransportCost& c) {
   return topology::log2_ceil(ranks) * topology::alpha_seconds(c);
 }
 

@@ -52,7 +52,7 @@ void allreduce_rabenseifner(PeerLinks& links, void* buffer, size_t count, domino
 }
 
 namespace {
-double rabenseifner_seconds(int ranks, double bytes, int flows, const topology::LinkCost& c) {
+double rabenseifner_seconds(int ranks, double bytes, int flows, const topology::TransportCost& c) {
   const int p = topology::power_of_two_below(ranks);
   return 2 * topology::log2_ceil(p) * topology::alpha_seconds(c) +
          2.0 * (p - 1) / p * bytes * topology::seconds_per_byte(c) * flows +

@@ -35,7 +35,8 @@ void allreduce_recursive_doubling(PeerLinks& links, void* buffer, size_t count,
 }
 
 namespace {
-double recursive_doubling_seconds(int ranks, double bytes, int flows, const topology::LinkCost& c) {
+double recursive_doubling_seconds(int ranks, double bytes, int flows,
+                                  const topology::TransportCost& c) {
   return topology::log2_ceil(topology::power_of_two_below(ranks)) *
              (topology::alpha_seconds(c) + bytes * topology::seconds_per_byte(c) * flows) +
          topology::fold_seconds(ranks, bytes, flows, c);

@@ -3,7 +3,7 @@
 // shared algorithms calls by the name the router hands down. A new algorithm is one file:
 //
 //   namespace {
-//   double my_seconds(int ranks, double bytes, int flows, const topology::LinkCost& link);
+//   double my_seconds(int ranks, double bytes, int flows, const topology::TransportCost& cost);
 //   void my_allreduce(PeerLinks& links, const domino_call_t& call);
 //   const bool registered = register_algorithm(
 //       {"my_name", "what it does", {"all_reduce"}, topology::AlgorithmHome::kLinks, my_seconds},

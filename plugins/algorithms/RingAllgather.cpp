@@ -19,8 +19,8 @@ void allgather_ring(PeerLinks& links, const void* send, void* recv, size_t block
 }
 
 namespace {
-// p-1 rounds of one block, `flows` ring edges sharing a host's link.
-double allgather_seconds(int ranks, double bytes, int flows, const topology::LinkCost& c) {
+// p-1 rounds of one block, `flows` ring edges sharing a host's NIC.
+double allgather_seconds(int ranks, double bytes, int flows, const topology::TransportCost& c) {
   return (ranks - 1.0) *
          (topology::alpha_seconds(c) + bytes * topology::seconds_per_byte(c) * flows);
 }

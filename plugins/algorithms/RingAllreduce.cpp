@@ -32,7 +32,7 @@ void allreduce_ring(PeerLinks& links, void* buffer, size_t count, domino_dtype_t
 }
 
 namespace {
-double ring_seconds(int ranks, double bytes, int flows, const topology::LinkCost& c) {
+double ring_seconds(int ranks, double bytes, int flows, const topology::TransportCost& c) {
   return 2.0 * (ranks - 1) *
          (topology::alpha_seconds(c) + bytes / ranks * topology::seconds_per_byte(c) * flows);
 }

@@ -29,8 +29,9 @@ void reduce_scatter_ring(PeerLinks& links, const void* send, void* recv, size_t 
 }
 
 namespace {
-// p-1 rounds of one block, `flows` ring edges sharing a host's link.
-double reduce_scatter_seconds(int ranks, double bytes, int flows, const topology::LinkCost& c) {
+// p-1 rounds of one block, `flows` ring edges sharing a host's NIC.
+double reduce_scatter_seconds(int ranks, double bytes, int flows,
+                              const topology::TransportCost& c) {
   return (ranks - 1.0) *
          (topology::alpha_seconds(c) + bytes * topology::seconds_per_byte(c) * flows);
 }

@@ -6,13 +6,13 @@
 #include <chrono>
 
 #include "TransportError.h"
+#include "TransportSurface.h"
 #include "domino/plugin.h"
 
 namespace domino {
 
-// Impl is constructed from a domino_comm_config_t and has the collective methods of
-// shm::ShmCommunicator. domino_comm_t stays opaque: it is always an Impl in disguise.
-template <class Impl>
+// domino_comm_t stays opaque: it is always an Impl in disguise.
+template <TransportCommunicator Impl>
 struct PluginTable {
   static Impl& self(domino_comm_t* c) { return *reinterpret_cast<Impl*>(c); }
 

@@ -11,6 +11,7 @@ namespace domino {
 
 namespace {
 constexpr size_t kErrorBytes = 4096;
+constexpr size_t kMaxRefusals = 64;
 
 [[noreturn]] void raise(const domino_plugin_t* plugin, int status, const char* err,
                         const char* op) {
@@ -160,14 +161,24 @@ bool Communicator::by_name(const domino_call_t& call, std::string_view algorithm
     return false;
   };
   char err[kErrorBytes] = {0};
-  if (plugin_->collective_with != nullptr) {
-    if (took(plugin_->collective_with(comm_, &call, name.c_str(), err, sizeof err), err))
+  // Built only once something was refused: the common path allocates nothing for it.
+  auto key = [&] {
+    return std::to_string(call.op) + "|" + std::to_string(memory.dtype) + "|" +
+           std::to_string(call.redop) + "|" + name;
+  };
+  if (refused_.empty() || !refused_.contains(key())) {
+    if (plugin_->collective_with != nullptr &&
+        took(plugin_->collective_with(comm_, &call, name.c_str(), err, sizeof err), err)) {
       return true;
-  } else if (op == topology::Collective::kAllReduce && plugin_->allreduce_with != nullptr) {
-    if (took(plugin_->allreduce_with(comm_, call.send, call.recv, call.redop, name.c_str(), err,
+    }
+    if (op == topology::Collective::kAllReduce && plugin_->allreduce_with != nullptr &&
+        took(plugin_->allreduce_with(comm_, call.send, call.recv, call.redop, name.c_str(), err,
                                      sizeof err),
-             err))
+             err)) {
       return true;
+    }
+    if (refused_.size() >= kMaxRefusals) refused_.clear();
+    refused_.insert(key());
   }
   // One of the table's algorithms over links runs over the plugin's links where it has them
   // (shared memory under DOMINO_ALGO=intra:ring).

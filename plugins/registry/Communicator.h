@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "domino/plugin.h"
@@ -81,9 +82,10 @@ class Communicator {
   // unsupported, and its links can serve `memory` (host memory) instead.
   template <class Entry, class... Args>
   bool native(Entry entry, const char* op, const domino_buffer_t& memory, Args... args);
-  // Runs call by the router's algorithm: through the plugin's collective_with (allreduce_with
-  // for an all-reduce), else over its links where the name is an algorithm over links; false
-  // where neither took it (the caller then runs the op's own entry).
+  // Runs call by the router's algorithm: through the plugin's collective_with, else (for an
+  // all-reduce) its allreduce_with, else over its links where the name is an algorithm over
+  // links; false where none took it (the caller then runs the op's own entry). A plugin's
+  // refusal of a name is remembered, so a name it never takes costs one refusal, not one a call.
   bool by_name(const domino_call_t& call, std::string_view algorithm,
                const domino_buffer_t& memory);
   // Runs call over the plugin's links by the resolved algorithm (an all-reduce in place in recv).
@@ -97,6 +99,8 @@ class Communicator {
   std::string group_;
   std::string links_allreduce_;  // forced at creation, for the links; "" for none
   size_t small_message_bytes_ = algorithms::kDefaultSmallMessageBytes;
+  // "op|dtype|redop|name" the plugin answered UNSUPPORTED (the same on every rank).
+  std::unordered_set<std::string> refused_;
 };
 
 }  // namespace domino

@@ -51,7 +51,7 @@ py::dict host_dict(const domino::topology::HostTopology& host) {
   return out;
 }
 
-py::dict link_dict(const domino::topology::LinkCost& c) {
+py::dict link_dict(const domino::topology::TransportCost& c) {
   py::dict out;
   out["latency_us"] = c.latency_us;
   out["gbytes_per_s"] = c.gbytes_per_s;

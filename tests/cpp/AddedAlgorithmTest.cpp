@@ -51,7 +51,7 @@ void allreduce_star(algorithms::PeerLinks& links, void* data, size_t count, domi
   }
 }
 
-double star_seconds(int ranks, double bytes, int flows, const topology::LinkCost& c) {
+double star_seconds(int ranks, double bytes, int flows, const topology::TransportCost& c) {
   return 2 * topology::alpha_seconds(c) +
          2.0 * (ranks - 1) * bytes * topology::seconds_per_byte(c) * flows;
 }

@@ -130,6 +130,22 @@ TEST_F(AddedPlan, AMalformedOrDuplicateTemplateIsRefused) {
   topology::Plan flat = rail_gather();
   flat.kind = PlanKind::kFlatInter;
   EXPECT_THROW(topology::add_plan_template(flat), std::invalid_argument);
+  // Rails of a 2+1 layout differ in length: a rail step needs a uniform layout, pipelined or not.
+  topology::Plan uneven_rails = rail_gather();
+  uneven_rails.op = Collective::kScatter;
+  uneven_rails.pipelined = false;
+  uneven_rails.needs_uniform = false;
+  EXPECT_THROW(topology::add_plan_template(uneven_rails), std::invalid_argument);
+  // Only the leaders take part in a leaders step.
+  topology::Plan leaders_for_all = rail_gather();
+  leaders_for_all.op = Collective::kScatter;
+  leaders_for_all.kind = PlanKind::kLeader;
+  leaders_for_all.pipelined = false;
+  leaders_for_all.steps[1].level = Level::kLeaders;
+  leaders_for_all.steps[1].members = Members::kAll;
+  EXPECT_THROW(topology::add_plan_template(leaders_for_all), std::invalid_argument);
+  EXPECT_EQ(topology::find_plan_template(PlanKind::kHierarchical, Collective::kScatter), nullptr);
+  EXPECT_EQ(topology::find_plan_template(PlanKind::kLeader, Collective::kScatter), nullptr);
 }
 
 }  // namespace

@@ -41,7 +41,7 @@ TEST(AlgorithmTable, EveryAllReduceOverLinksRunsUnderItsNameAndHasACost) {
     EXPECT_EQ(algorithms::parse_allreduce_algorithm(name.c_str(), "test"), name);
     EXPECT_NE(algorithms::find_body("all_reduce", name), nullptr) << name;
     ASSERT_NE(entry.seconds, nullptr) << name;
-    topology::LinkCost link{30, 1.2};
+    topology::TransportCost link{30, 1.2};
     EXPECT_GT(entry.seconds(4, 1 << 20, 1, link), 0) << name;
   }
   // Registered by their own files, none of which the rest of the build calls: the whole
@@ -59,7 +59,7 @@ TEST(AlgorithmTable, EveryAllReduceOverLinksRunsUnderItsNameAndHasACost) {
 }
 
 TEST(AlgorithmTable, EveryOpHasAPricedAlgorithmAtEveryHomeAndOverLinksABody) {
-  const topology::LinkCost link{30, 1.2};
+  const topology::TransportCost link{30, 1.2};
   for (topology::Collective op : topology::all_collectives()) {
     const char* name = topology::collective_name(op);
     for (AlgorithmHome home : {AlgorithmHome::kLinks, AlgorithmHome::kShm}) {
@@ -77,7 +77,7 @@ TEST(AlgorithmTable, EveryOpHasAPricedAlgorithmAtEveryHomeAndOverLinksABody) {
 
 TEST(AlgorithmTable, SharedMemorysPathsArePricedInTheRegimesTheyWin) {
   auto shm = [](const char* op, int ranks, double bytes, int cpus = 8, bool single_copy = true) {
-    topology::LinkCost link{1.5, 6.0};
+    topology::TransportCost link{1.5, 6.0};
     link.cpus = cpus;
     link.single_copy = single_copy;
     double seconds = 0;
@@ -123,7 +123,7 @@ TEST(AlgorithmTable, TheSizeRuleIsWhatTransportsRunWhenNothingIsHandedDown) {
 }
 
 TEST(AlgorithmTable, TheCheapestAllReduceIsTheTablesOwnCostMinimum) {
-  const topology::LinkCost link{30, 1.2};
+  const topology::TransportCost link{30, 1.2};
   for (int ranks : {2, 3, 4, 6, 8}) {
     for (double bytes : {64.0, 65536.0, 1048576.0, 67108864.0}) {
       double seconds = 0;
@@ -153,12 +153,12 @@ TEST(AlgorithmTable, TheCheapestAllReduceIsTheTablesOwnCostMinimum) {
 }
 
 TEST(AlgorithmTable, RecursiveDoublingWinsOnlyForSmallMessages) {
-  const topology::LinkCost slow_start{30, 1.2};
+  const topology::TransportCost slow_start{30, 1.2};
   const size_t limit = topology::recursive_doubling_limit(4, slow_start);
   EXPECT_GE(limit, 256u);
   EXPECT_LT(limit, size_t{1} << 30);
   // More latency per message: recursive doubling's fewer rounds pay for longer.
-  EXPECT_GE(topology::recursive_doubling_limit(4, topology::LinkCost{300, 1.2}), limit);
+  EXPECT_GE(topology::recursive_doubling_limit(4, topology::TransportCost{300, 1.2}), limit);
 }
 
 TEST(AlgorithmTable, DominoAlgoTakesItsNamesFromTheTable) {

@@ -119,7 +119,7 @@ TEST(Router, BlocksBroadcastsAndReducesGoByRailTheRestFlat) {
 }
 
 TEST(Router, AFlatRingWhoseRanksAlternateHostsIsPricedForEveryEdgeCrossing) {
-  // 0,1 | 2,3: one ring edge leaves each host; 0,2 | 1,3: two do, sharing the host's link.
+  // 0,1 | 2,3: one ring edge leaves each host; 0,2 | 1,3: two do, sharing the host's NIC.
   const Router contiguous(kTwoByTwo, CostModel{}, {});
   const Router interleaved(hosts_of({"a", "b", "a", "b"}), CostModel{}, {});
   auto flat_us = [](const Router& router) {
@@ -219,10 +219,29 @@ TEST(Router, AForcedInHostAlgorithmNamesTheOneHostAllReduceAndPricesItByTheTable
       Router(kTwoByTwo, CostModel{}, {}).choose(Collective::kAllReduce, 16u << 20).describe());
   EXPECT_EQ(Router(kOneHost, CostModel{}, {}).choose(Collective::kAllReduce, 64).describe(),
             "all_reduce@group:direct");
+  // A forced path that cannot run here (single-copy turned off, or more ranks than cores) is
+  // never handed down: the router takes shared memory's cheapest instead.
+  RouterOptions single_copy;
+  single_copy.forced_intra_algorithm = "single_copy";
+  CostModel off;
+  off.intra.single_copy = false;
+  CostModel crowded;
+  crowded.intra.cpus = 1;
+  EXPECT_EQ(
+      Router(kOneHost, CostModel{}, single_copy).choose(Collective::kAllReduce, 4 << 20).describe(),
+      "all_reduce@group:single_copy");
+  for (const CostModel& costs : {off, crowded}) {
+    EXPECT_EQ(
+        Router(kOneHost, costs, single_copy).choose(Collective::kAllReduce, 4 << 20).describe(),
+        Router(kOneHost, costs, {}).choose(Collective::kAllReduce, 4 << 20).describe());
+    EXPECT_NE(
+        Router(kOneHost, costs, single_copy).choose(Collective::kAllReduce, 4 << 20).describe(),
+        "all_reduce@group:single_copy");
+  }
 }
 
 TEST(Router, CostStringsParseOrNameTheVariable) {
-  const LinkCost cost = parse_link_cost("DOMINO_COST_INTER", "25,1.5");
+  const TransportCost cost = parse_link_cost("DOMINO_COST_INTER", "25,1.5");
   EXPECT_DOUBLE_EQ(cost.latency_us, 25);
   EXPECT_DOUBLE_EQ(cost.gbytes_per_s, 1.5);
   EXPECT_EQ(cost.source, "configured");

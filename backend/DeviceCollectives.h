@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "CommStream.h"
 #include "config/Settings.h"
 #include "domino/plugin.h"
 #include "engine/LaneSet.h"
@@ -48,7 +49,7 @@ struct InheritedDeviceComms {
   std::map<std::pair<int, int>, std::unique_ptr<Communicator>> comms;
 };
 
-class DeviceTransport {
+class DeviceCollectives {
  public:
   // What the device path takes from its group. What it refers to outlives the transport.
   struct Group {
@@ -90,18 +91,10 @@ class DeviceTransport {
     int peer;
   };
 
-  struct CommStream {
-    std::string lane;
-    int device;
-    int priority;
-    int least_priority;
-    int greatest_priority;
-  };
-
-  explicit DeviceTransport(Group group);
-  DeviceTransport(const DeviceTransport&) = delete;
-  DeviceTransport& operator=(const DeviceTransport&) = delete;
-  ~DeviceTransport();
+  explicit DeviceCollectives(Group group);
+  DeviceCollectives(const DeviceCollectives&) = delete;
+  DeviceCollectives& operator=(const DeviceCollectives&) = delete;
+  ~DeviceCollectives();
 
   bool has_nccl() const { return group_.nccl != nullptr; }
 

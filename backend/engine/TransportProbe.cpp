@@ -1,4 +1,4 @@
-#include "LinkProbe.h"
+#include "TransportProbe.h"
 
 #include <algorithm>
 #include <chrono>
@@ -29,8 +29,8 @@ double median_time(size_t bytes, int trips, Exchange&& exchange) {
   return times[times.size() / 2];
 }
 
-topology::LinkCost cost_from(double small_seconds, double large_seconds) {
-  topology::LinkCost cost;
+topology::TransportCost cost_from(double small_seconds, double large_seconds) {
+  topology::TransportCost cost;
   cost.latency_us = small_seconds * 1e6;
   // The latency is paid once per message; what is left of the large one's time is bandwidth.
   cost.gbytes_per_s =
@@ -40,7 +40,7 @@ topology::LinkCost cost_from(double small_seconds, double large_seconds) {
 }
 }  // namespace
 
-topology::LinkCost probe_link(Communicator& comm, int comm_rank) {
+topology::TransportCost probe_transport(Communicator& comm, int comm_rank) {
   auto round_trip = [&](domino_buffer_t& buffer) {
     if (comm_rank == 0) {
       comm.send(buffer, 1, 0);
@@ -54,7 +54,7 @@ topology::LinkCost probe_link(Communicator& comm, int comm_rank) {
                    median_time(kLargeBytes, kLargeTrips, round_trip) / 2);
 }
 
-topology::LinkCost probe_collective_link(Communicator& comm) {
+topology::TransportCost probe_transport_by_collectives(Communicator& comm) {
   auto all_reduce = [&](domino_buffer_t& buffer) { comm.allreduce(buffer, buffer, DOMINO_SUM); };
   const double small = median_time(8, kSmallTrips, all_reduce);
   // An all-reduce of n bytes between two ranks: two latencies and n bytes of bandwidth.

@@ -1,4 +1,4 @@
-#include "DeviceTransport.h"
+#include "DeviceCollectives.h"
 
 #include <c10/core/Event.h>
 #include <c10/core/StreamGuard.h>
@@ -27,7 +27,7 @@ namespace domino {
 InheritedDeviceComms::InheritedDeviceComms() = default;
 InheritedDeviceComms::~InheritedDeviceComms() = default;
 
-DeviceTransport::DeviceTransport(Group group)
+DeviceCollectives::DeviceCollectives(Group group)
     : group_(std::move(group)), device_health_(std::make_shared<DeviceHealth>()) {
   if (group_.inherited == nullptr || group_.inherited->comms.empty()) return;
   std::lock_guard<std::mutex> lock(device_mutex_);
@@ -43,7 +43,7 @@ DeviceTransport::DeviceTransport(Group group)
   }
 }
 
-void DeviceTransport::finish_device_work(const std::string& what) {
+void DeviceCollectives::finish_device_work(const std::string& what) {
   std::vector<c10::Stream> streams;
   {
     std::lock_guard<std::mutex> lock(device_mutex_);
@@ -62,7 +62,7 @@ void DeviceTransport::finish_device_work(const std::string& what) {
   }
 }
 
-std::shared_ptr<InheritedDeviceComms> DeviceTransport::shrink(
+std::shared_ptr<InheritedDeviceComms> DeviceCollectives::shrink(
     c10d::Store& meeting, const std::vector<int32_t>& excluded, bool abort_first, int new_rank,
     const std::vector<int64_t>& remaining, const std::string& new_name, uint64_t attempt) {
   auto inherited = std::make_shared<InheritedDeviceComms>();
@@ -152,10 +152,10 @@ std::shared_ptr<InheritedDeviceComms> DeviceTransport::shrink(
   return inherited;
 }
 
-DeviceTransport::~DeviceTransport() = default;
+DeviceCollectives::~DeviceCollectives() = default;
 
-DeviceTransport::Issue DeviceTransport::issue(Work& work, c10::Device device, Route route, int lane,
-                                              int peer, bool host_only) {
+DeviceCollectives::Issue DeviceCollectives::issue(Work& work, c10::Device device, Route route,
+                                                  int lane, int peer, bool host_only) {
   work.set_device(device, group_.settings.blocking_wait, timeout(), device_health_);
   // What the caller has queued so far on its stream must land before the transfer reads it.
   auto ready = std::make_shared<c10::Event>(device.type());
@@ -168,8 +168,8 @@ DeviceTransport::Issue DeviceTransport::issue(Work& work, c10::Device device, Ro
   return Issue{device, std::move(ready), stream_lane, host_only, route, peer};
 }
 
-void DeviceTransport::run(Work& work, const std::function<void(Work&, RoutedComm&)>& body, int lane,
-                          const Issue& issue) {
+void DeviceCollectives::run(Work& work, const std::function<void(Work&, RoutedComm&)>& body,
+                            int lane, const Issue& issue) {
   TORCH_CHECK(device_health_->ok(), device_health_->failure());
   const c10::Device device = issue.device;
   const c10::Stream stream = comm_stream(issue.stream_lane, device);
@@ -204,8 +204,8 @@ void DeviceTransport::run(Work& work, const std::function<void(Work&, RoutedComm
   work.complete();  // with the comm stream current: the future's events go there
 }
 
-void DeviceTransport::watch(const std::shared_ptr<c10::Event>& done, c10::Device device,
-                            c10d::OpType type) {
+void DeviceCollectives::watch(const std::shared_ptr<c10::Event>& done, c10::Device device,
+                              c10d::OpType type) {
   std::lock_guard<std::mutex> lock(device_mutex_);
   if (!watchdog_) {
     watchdog_ = std::make_unique<DeviceWatchdog>(
@@ -221,7 +221,7 @@ void DeviceTransport::watch(const std::shared_ptr<c10::Event>& done, c10::Device
       c10d::opTypeToString(type));
 }
 
-void DeviceTransport::track(Communicator* comm) {
+void DeviceCollectives::track(Communicator* comm) {
   std::lock_guard<std::mutex> lock(device_mutex_);
   if (comm == nullptr) return;
   // setTimeout may have run meanwhile.
@@ -229,7 +229,7 @@ void DeviceTransport::track(Communicator* comm) {
   device_communicators_.push_back(comm);
 }
 
-void DeviceTransport::abort_device_communicators(const std::string& what) {
+void DeviceCollectives::abort_device_communicators(const std::string& what) {
   abort("domino: " + label() + ": a CUDA " + what +
         " was enqueued but did not finish within the group timeout of " +
         std::to_string(timeout().count()) +
@@ -239,7 +239,7 @@ void DeviceTransport::abort_device_communicators(const std::string& what) {
   log_line(LogLevel::kError, group_.rank, device_health_->failure());
 }
 
-void DeviceTransport::abort(const std::string& why) {
+void DeviceCollectives::abort(const std::string& why) {
   std::vector<Communicator*> comms;
   {
     std::lock_guard<std::mutex> lock(device_mutex_);
@@ -249,7 +249,7 @@ void DeviceTransport::abort(const std::string& why) {
   for (Communicator* comm : comms) comm->abort();
 }
 
-DeviceRuntime& DeviceTransport::device_runtime() {
+DeviceRuntime& DeviceCollectives::device_runtime() {
   if (!device_runtime_) device_runtime_ = make_device_runtime();
   TORCH_CHECK(device_runtime_ != nullptr, "domino: ", label(),
               " was given a CUDA tensor, but this build or process has no CUDA device; move the "
@@ -257,7 +257,7 @@ DeviceRuntime& DeviceTransport::device_runtime() {
   return *device_runtime_;
 }
 
-c10::Stream DeviceTransport::comm_stream(int lane, c10::Device device) {
+c10::Stream DeviceCollectives::comm_stream(int lane, c10::Device device) {
   std::lock_guard<std::mutex> lock(device_mutex_);
   const std::pair<int, int> key{lane, device.index()};
   auto found = comm_streams_.find(key);
@@ -269,7 +269,7 @@ c10::Stream DeviceTransport::comm_stream(int lane, c10::Device device) {
   return comm_streams_.emplace(key, runtime.create_stream(device.index(), priority)).first->second;
 }
 
-std::vector<DeviceTransport::CommStream> DeviceTransport::comm_streams() const {
+std::vector<CommStream> DeviceCollectives::comm_streams() const {
   std::lock_guard<std::mutex> lock(device_mutex_);
   std::vector<CommStream> out;
   for (const auto& [key, stream] : comm_streams_) {
@@ -285,7 +285,7 @@ std::vector<DeviceTransport::CommStream> DeviceTransport::comm_streams() const {
   return out;
 }
 
-const char* DeviceTransport::device_path() const {
+const char* DeviceCollectives::device_path() const {
   switch (device_path_.load()) {
     case DevicePath::kNccl:
       return "nccl";
@@ -300,7 +300,7 @@ namespace {
 constexpr const char* kGpuIdentityPrefix = "domino/cuda/identity/";
 }  // namespace
 
-void DeviceTransport::publish_gpu_identity(c10::Device device) {
+void DeviceCollectives::publish_gpu_identity(c10::Device device) {
   if (gpu_identity_published_.load()) return;
   const topology::GroupLayout& layout = group_.layout;
   std::string mine =
@@ -316,7 +316,7 @@ void DeviceTransport::publish_gpu_identity(c10::Device device) {
   gpu_identity_published_ = true;
 }
 
-bool DeviceTransport::pair_staged(int peer, c10::Device device) {
+bool DeviceCollectives::pair_staged(int peer, c10::Device device) {
   // Nothing to ask the peer when the answer cannot be NCCL (and nobody forced it).
   if (group_.settings.gpu_transport == GpuTransport::kStaged ||
       (group_.nccl == nullptr && group_.settings.gpu_transport == GpuTransport::kAuto)) {
@@ -351,7 +351,7 @@ bool DeviceTransport::pair_staged(int peer, c10::Device device) {
   return !choice.nccl;
 }
 
-DeviceTransport::DevicePath DeviceTransport::decide_device_path(c10::Device device) {
+DeviceCollectives::DevicePath DeviceCollectives::decide_device_path(c10::Device device) {
   const DevicePath known = device_path_.load();
   if (known != DevicePath::kUndecided) return known;
   publish_gpu_identity(device);
@@ -394,8 +394,8 @@ DeviceTransport::DevicePath DeviceTransport::decide_device_path(c10::Device devi
   return device_path_.load();
 }
 
-RoutedComm& DeviceTransport::device_communicator(int lane, c10::Device device,
-                                                 const c10::Stream& stream) {
+RoutedComm& DeviceCollectives::device_communicator(int lane, c10::Device device,
+                                                   const c10::Stream& stream) {
   DeviceComm* slot;
   {
     std::lock_guard<std::mutex> lock(device_mutex_);
@@ -494,9 +494,9 @@ RoutedComm& DeviceTransport::device_communicator(int lane, c10::Device device,
   return *slot->comm;
 }
 
-Communicator& DeviceTransport::peer_communicator(int peer, bool sending, c10::Device device,
-                                                 const c10::Stream& stream,
-                                                 std::unique_lock<std::mutex>* hold) {
+Communicator& DeviceCollectives::peer_communicator(int peer, bool sending, c10::Device device,
+                                                   const c10::Stream& stream,
+                                                   std::unique_lock<std::mutex>* hold) {
   PeerComm* slot;
   {
     std::lock_guard<std::mutex> lock(peer_mutex_);
@@ -530,18 +530,18 @@ Communicator& DeviceTransport::peer_communicator(int peer, bool sending, c10::De
   return *slot->comm;
 }
 
-void DeviceTransport::set_timeout(std::chrono::milliseconds timeout) {
+void DeviceCollectives::set_timeout(std::chrono::milliseconds timeout) {
   std::lock_guard<std::mutex> lock(device_mutex_);
   for (Communicator* comm : device_communicators_) {
     group_.timeout_applies(comm->set_timeout(timeout.count()));
   }
 }
 
-void DeviceTransport::stop_watchdog() {
+void DeviceCollectives::stop_watchdog() {
   watchdog_.reset();
 }
 
-void DeviceTransport::destroy_communicators() {
+void DeviceCollectives::destroy_communicators() {
   stop_watchdog();  // first, whoever calls: it aborts the communicators going here
   {
     std::lock_guard<std::mutex> lock(device_mutex_);
