@@ -7,7 +7,8 @@ interleaved ranks (0,2 | 1,3), and gloo; it counts the bytes that crossed the li
 own tx counters, so TCP/IP headers included). For messages of 4 KiB or less it compares the
 router's automatic choice with every forced plan. Each host's local rank l is pinned to core l.
 It also times a 16 MiB all-gather (gathered
-size) by rail then inside the host against flat, in both rank orders. UCX runs over TCP only (UCX_TLS=tcp,self), so
+size) by rail then inside the host against flat, in both rank orders, and 16 MiB broadcasts,
+reduces and reduce-scatters under every plan the router has for them. UCX runs over TCP only (UCX_TLS=tcp,self), so
 nothing slips between the namespaces through shared memory.
 
     sudo python bench/multihost/hier_bench.py      # writes bench/results/multihost.{csv,md,png}
@@ -45,6 +46,9 @@ MODES = {
 LARGE = ["auto (router)", "hierarchical", "hierarchical, one piece", "leader", "flat ring", "gloo"]
 SMALL = ["auto (router)", "hierarchical", "leader", "flat"]
 GATHER = ["auto (router)", "hierarchical", "hierarchical, one piece", "flat", "gloo"]
+# Broadcast, reduce and reduce-scatter: every two-level plan the router has for them, and flat.
+OTHER_OPS = ("broadcast", "reduce", "reduce_scatter")
+OTHER = ["auto (router)", "hierarchical", "leader", "flat"]
 CONTIGUOUS, INTERLEAVED = (0, 0, 1, 1), (0, 1, 0, 1)
 
 
@@ -101,12 +105,18 @@ def worker(args) -> None:
     samples = {}
     sizes = [int(s) for s in args.sizes.split(",")]
     tensors = {size: torch.ones(max(1, size // 4)) for size in sizes}
-    # all_gather: `size` is the gathered output, as nccl-tests count it.
+    # all_gather: `size` is the gathered output, reduce_scatter: the input, as nccl-tests count.
     blocks = {size: torch.ones(max(1, size // 4 // 4)) for size in sizes}
 
     def collective(size, group):
         if args.op == "all_gather":
             dist.all_gather_into_tensor(tensors[size], blocks[size], group=group)
+        elif args.op == "reduce_scatter":
+            dist.reduce_scatter_tensor(blocks[size], tensors[size], group=group)
+        elif args.op == "broadcast":
+            dist.broadcast(tensors[size], src=0, group=group)
+        elif args.op == "reduce":
+            dist.reduce(tensors[size], dst=0, group=group)
         else:
             dist.all_reduce(tensors[size], group=group)
 
@@ -146,7 +156,8 @@ def main() -> None:
     parser.add_argument("--count-bytes", type=int, default=0)
     parser.add_argument("--sizes", default="")
     parser.add_argument("--iters", type=int, default=3)
-    parser.add_argument("--op", choices=["all_reduce", "all_gather"], default="all_reduce")
+    parser.add_argument("--op", choices=["all_reduce", "all_gather", *OTHER_OPS],
+                        default="all_reduce")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--small-repeats", type=int, default=21,
                         help="repeats of the small-message part (cheap; plans differ there by less than the noise of a few)")
@@ -180,6 +191,13 @@ def main() -> None:
                         rows.append({"part": part, "mode": name, "bytes": large, **r})
                         print(f"{part}  {name:<30} {r['median_us'] / 1e3:8.1f} ms  "
                               f"{r['wire_bytes'] / 2**20:7.1f} MiB on the link", flush=True)
+            for op in OTHER_OPS:
+                res = launch(link, OTHER, CONTIGUOUS, [large], iters=2, repeats=args.repeats, op=op)
+                for mode in OTHER:
+                    r = res[f"{mode}@{large}"]
+                    rows.append({"part": f"{op} 16 MiB", "mode": mode, "bytes": large, **r})
+                    print(f"{op} 16 MiB  {mode:<30} {r['median_us'] / 1e3:8.1f} ms  "
+                          f"{r['wire_bytes'] / 2**20:7.1f} MiB on the link", flush=True)
         small = [] if args.large_only else [8, 64, 512, 4096]
         res = launch(link, SMALL, CONTIGUOUS, small, iters=200, repeats=args.small_repeats) if small else {}
         for size in small:
@@ -218,6 +236,19 @@ def write(rows: list[dict], args) -> None:
             link_ms = r["wire_bytes"] / 2 / (args.mbit * 1e6 / 8) * 1e3
             lines.append(f"| {name} | {r['median_us'] / 1e3:.1f} | {r['wire_bytes'] / 2**20:.1f} | "
                          f"{link_ms:.1f} | {r['median_us'] / 1e3 / link_ms:.2f}x |")
+    others = [r for r in rows if r["part"].split(" ")[0] in OTHER_OPS]
+    if others:
+        lines += ["", "Broadcast (root 0), reduce (root 0) and reduce_scatter_tensor (16 MiB input), "
+                  "16 MiB, host-contiguous ranks:", "",
+                  "| op | plan | time (ms) | on the link (MiB) | the link's time for those bytes (ms) | vs flat |",
+                  "|---|---|---:|---:|---:|---:|"]
+        for op in OTHER_OPS:
+            cells = {r["mode"]: r for r in others if r["part"] == f"{op} 16 MiB"}
+            for name, r in cells.items():
+                link_ms = r["wire_bytes"] / 2 / (args.mbit * 1e6 / 8) * 1e3
+                lines.append(f"| {op} | {name} | {r['median_us'] / 1e3:.1f} | "
+                             f"{r['wire_bytes'] / 2**20:.1f} | {link_ms:.1f} | "
+                             f"{cells['flat']['median_us'] / r['median_us']:.2f}x |")
     lines += ["", f"Messages of 4 KiB or less, latency (us, median of {args.small_repeats} repeats of 200 calls):", "",
               "| bytes | " + " | ".join(SMALL) + " | auto vs best forced |", "|---:|" + "---:|" * (len(SMALL) + 1)]
     for size in sorted({r["bytes"] for r in rows if r["part"] == "small"}):
