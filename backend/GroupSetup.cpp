@@ -170,14 +170,15 @@ topology::Router ProcessGroupDomino::agree_on_routing(const std::string& host_li
                                           "' cannot be read (" + e.what() +
                                           "); mixed torch-domino versions?");
   }
-  TORCH_CHECK(rank0_runs_table == inter_runs_table, "domino: init of ", label(),
-              ": the inter-host transport '", inter_plugin_->name, "' here ",
-              inter_runs_table ? "takes" : "does not take",
-              " the router's all-reduce algorithm per call (plugin ABI allreduce_with or links), "
-              "but rank 0's ",
-              rank0_runs_table ? "does" : "does not",
-              "; every rank must load the same build of that plugin (check DOMINO_PLUGIN_PATH on "
-              "each host).");
+  TORCH_CHECK(
+      rank0_runs_table == inter_runs_table, "domino: init of ", label(),
+      ": the inter-host transport '", inter_plugin_->name, "' here ",
+      inter_runs_table ? "takes" : "does not take",
+      " the router's algorithm per call (plugin ABI collective_with, allreduce_with or links), "
+      "but rank 0's ",
+      rank0_runs_table ? "does" : "does not",
+      "; every rank must load the same build of that plugin (check DOMINO_PLUGIN_PATH on "
+      "each host).");
   TORCH_CHECK(rank0_intra_home == intra_home, "domino: init of ", label(),
               ": the intra-host transport '", plugin_->name, "' here runs ",
               intra_home == "own" ? "its own algorithms" : "the table's " + intra_home + " names",
@@ -206,7 +207,8 @@ topology::Router ProcessGroupDomino::agree_on_routing(const std::string& host_li
   TORCH_CHECK(!intra_links || runs_algorithm_table(plugin_) || PluginLinks::available(plugin_),
               "domino: init of ", label(), ": DOMINO_ALGO=intra:", settings_.intra_algorithm,
               " runs that all-reduce over the intra-host transport's links, but '", plugin_->name,
-              "' has neither links nor allreduce_with (plugin ABI); use the shm transport "
+              "' has neither links nor collective_with or allreduce_with (plugin ABI); use the shm "
+              "transport "
               "(DOMINO_INTRA_TRANSPORT=auto) or drop intra:",
               settings_.intra_algorithm, ".");
   options.rail_chunk_bytes = settings_.rail_chunk_bytes;

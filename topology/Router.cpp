@@ -7,6 +7,7 @@
 
 #include "AlgorithmTable.h"
 #include "PlanTemplates.h"
+#include "ShmCosts.h"
 
 namespace domino::topology {
 
@@ -139,6 +140,15 @@ double Router::intra_seconds(Collective op, int ranks, double n) const {
   }
 }
 
+namespace {
+// The size an algorithm is chosen on. The ranks of an uneven all-to-all send different amounts,
+// so its algorithm is chosen by the number of ranks alone, or two ranks could run different
+// ones; it is still priced at the size given.
+double choice_bytes(Collective op, double bytes) {
+  return op == Collective::kAllToAll ? 0 : bytes;
+}
+}  // namespace
+
 double Router::step_seconds(Step& step, double bytes) const {
   step.algorithm.clear();
   if (step.action != Action::kCollective) return 0;  // local copies: not modeled
@@ -158,16 +168,20 @@ double Router::step_seconds(Step& step, double bytes) const {
       if (chosen == nullptr) chosen = find_algorithm(forced, op, AlgorithmHome::kShm);
       if (chosen != nullptr && chosen->seconds != nullptr) {
         seconds = chosen->seconds(ranks, bytes, 1, costs_.intra);
-        // Infinity means it cannot run here (single_copy with more ranks than cores, or turned
-        // off): the router picks among the others instead of handing down a refused name.
-        if (std::isinf(seconds) && options_.intra_home) {
+        // Single-copy reads that cannot run here at all (turned off, or more ranks than cores):
+        // the router picks among the others instead of handing down a refused name. Outside its
+        // measured regime a forced single_copy still runs.
+        if (std::string_view(chosen->name) == "single_copy" &&
+            !shm_single_copy_runs(ranks, costs_.intra) && options_.intra_home) {
           chosen =
               cheapest_algorithm(op, *options_.intra_home, ranks, bytes, 1, costs_.intra, &seconds);
         }
       }
     } else if (options_.intra_home) {
-      chosen =
-          cheapest_algorithm(op, *options_.intra_home, ranks, bytes, 1, costs_.intra, &seconds);
+      chosen = cheapest_algorithm(op, *options_.intra_home, ranks, choice_bytes(step.op, bytes), 1,
+                                  costs_.intra, &seconds);
+      if (chosen != nullptr && step.op == Collective::kAllToAll)
+        seconds = chosen->seconds(ranks, bytes, 1, costs_.intra);
     }
     if (chosen == nullptr) return intra_seconds(step.op, ranks, bytes);
     step.algorithm = std::string(chosen->name);
@@ -188,12 +202,14 @@ double Router::step_seconds(Step& step, double bytes) const {
   if (step.op == Collective::kAllReduce)
     return inter_allreduce(ranks, bytes, flows, &step.algorithm);
   double seconds = 0;
-  const AlgorithmEntry* best = cheapest_algorithm(collective_name(step.op), AlgorithmHome::kLinks,
-                                                  ranks, bytes, flows, costs_.inter, &seconds);
+  const AlgorithmEntry* best =
+      cheapest_algorithm(collective_name(step.op), AlgorithmHome::kLinks, ranks,
+                         choice_bytes(step.op, bytes), flows, costs_.inter, &seconds);
   if (best == nullptr) {
     throw std::logic_error(std::string("the algorithm table has no ") + collective_name(step.op) +
                            " over links with a cost");
   }
+  if (step.op == Collective::kAllToAll) seconds = best->seconds(ranks, bytes, flows, costs_.inter);
   step.algorithm = inter_name(best->name);
   return seconds;
 }

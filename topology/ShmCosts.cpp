@@ -34,6 +34,10 @@ double shm_rsag_seconds(int ranks, double bytes, int, const TransportCost& c) {
   return allreduce_base(ranks, bytes, c) * (bytes <= 32 * kKiB ? 1.1 : 1.0);
 }
 
+bool shm_single_copy_runs(int ranks, const TransportCost& c) {
+  return c.single_copy && has_cpu_each(ranks, c);
+}
+
 double shm_single_copy_allreduce_seconds(int ranks, double bytes, int, const TransportCost& c) {
   if (!c.single_copy || !has_cpu_each(ranks, c) || bytes <= kMiB || bytes > 64 * kMiB)
     return kNever;

@@ -19,6 +19,10 @@ namespace domino::topology {
 
 double shm_direct_seconds(int ranks, double bytes, int flows, const TransportCost& cost);
 double shm_rsag_seconds(int ranks, double bytes, int flows, const TransportCost& cost);
+// Whether single-copy reads can run at all among ranks (permitted, a CPU per rank), whatever the
+// size: a forced single_copy outside its measured regime still runs; where this is false it never
+// does.
+bool shm_single_copy_runs(int ranks, const TransportCost& cost);
 double shm_single_copy_allreduce_seconds(int ranks, double bytes, int flows,
                                          const TransportCost& cost);
 double shm_single_copy_allgather_seconds(int ranks, double bytes, int flows,

@@ -178,9 +178,9 @@ void RoutedComm::scatter(const domino_buffer_t& send, const domino_buffer_t& rec
 void RoutedComm::alltoall(const domino_buffer_t& send, const uint64_t* send_counts,
                           const uint64_t* send_offsets, const domino_buffer_t& recv_buffer,
                           const uint64_t* recv_counts, const uint64_t* recv_offsets) {
-  // Counts and offsets per peer: no plan but the flat one takes them. Ranks of an uneven
-  // all-to-all send different amounts, so the algorithm is chosen on a size they all share (0:
-  // by the number of ranks alone), or two ranks could run different algorithms.
+  // Counts and offsets per peer: no plan but the flat one takes them. The router chooses an
+  // all-to-all's algorithm by the number of ranks alone (ranks send different amounts), so one
+  // cached plan serves every size.
   domino_buffer_t recv = recv_buffer;
   const topology::Plan& plan = flat_plan(Collective::kAllToAll, 0);
   last_plan_ = topology::plan_name(plan.kind);

@@ -166,7 +166,9 @@ bool Communicator::by_name(const domino_call_t& call, std::string_view algorithm
     return std::to_string(call.op) + "|" + std::to_string(memory.dtype) + "|" +
            std::to_string(call.redop) + "|" + name;
   };
-  if (refused_.empty() || !refused_.contains(key())) {
+  const bool asks = plugin_->collective_with != nullptr ||
+                    (op == topology::Collective::kAllReduce && plugin_->allreduce_with != nullptr);
+  if (asks && (refused_.empty() || !refused_.contains(key()))) {
     if (plugin_->collective_with != nullptr &&
         took(plugin_->collective_with(comm_, &call, name.c_str(), err, sizeof err), err)) {
       return true;

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -64,6 +65,20 @@ const bool registered = algorithms::register_algorithm(
      star_seconds},
     [](algorithms::PeerLinks& links, const domino_call_t& call) {
       allreduce_star(links, call.recv->ptr, call.recv->count, call.recv->dtype, call.redop);
+    });
+
+// An all-to-all that costs more to start than direct's and less per byte: cheaper for large
+// messages. It is never run, only priced.
+const bool all_to_all_registered = algorithms::register_algorithm(
+    {"bulk_all_to_all",
+     "test only: 10 latencies, a tenth of direct's bytes",
+     {"all_to_all"},
+     topology::AlgorithmHome::kLinks,
+     [](int, double bytes, int, const topology::TransportCost& c) {
+       return 10 * topology::alpha_seconds(c) + 0.1 * bytes * topology::seconds_per_byte(c);
+     }},
+    [](algorithms::PeerLinks&, const domino_call_t&) {
+      throw std::logic_error("bulk_all_to_all is only priced");
     });
 
 // Five hosts of one rank: recursive doubling takes 4 rounds there (2, plus folding one rank in
@@ -172,6 +187,20 @@ TEST(AddedAlgorithm, APluginWithOnlyLinksRunsItByName) {
   for (auto& t : threads) t.join();
   for (int r = 0; r < size; ++r) EXPECT_EQ(outcome[static_cast<size_t>(r)], "") << "rank " << r;
   EXPECT_GE(star_runs.load(), size);
+}
+
+TEST(AddedAlgorithm, AnAllToAllIsChosenByTheNumberOfRanksAloneAndPricedAtItsSize) {
+  // The ranks of an uneven all-to-all send different amounts: were the algorithm chosen by each
+  // rank's size, two ranks could run different ones.
+  ASSERT_TRUE(all_to_all_registered);
+  const topology::Router router(topology::layout_from_host_ids(kFiveHosts), {}, {});
+  const topology::Plan small = router.choose(topology::Collective::kAllToAll, 8);
+  const topology::Plan large = router.choose(topology::Collective::kAllToAll, 64u << 20);
+  ASSERT_EQ(small.steps.size(), 1u);
+  ASSERT_EQ(large.steps.size(), 1u);
+  EXPECT_EQ(small.steps.front().algorithm, large.steps.front().algorithm);
+  EXPECT_NE(large.steps.front().algorithm, "bulk_all_to_all");
+  EXPECT_GT(large.predicted_us, 100 * small.predicted_us);
 }
 
 }  // namespace

@@ -227,9 +227,13 @@ TEST(Router, AForcedInHostAlgorithmNamesTheOneHostAllReduceAndPricesItByTheTable
   off.intra.single_copy = false;
   CostModel crowded;
   crowded.intra.cpus = 1;
-  EXPECT_EQ(
-      Router(kOneHost, CostModel{}, single_copy).choose(Collective::kAllReduce, 4 << 20).describe(),
-      "all_reduce@group:single_copy");
+  // Where it can run, it is forced at every size, inside its measured regime and outside it.
+  for (const size_t bytes : {size_t{64} << 10, size_t{4} << 20, size_t{128} << 20}) {
+    EXPECT_EQ(
+        Router(kOneHost, CostModel{}, single_copy).choose(Collective::kAllReduce, bytes).describe(),
+        "all_reduce@group:single_copy")
+        << bytes;
+  }
   for (const CostModel& costs : {off, crowded}) {
     EXPECT_EQ(
         Router(kOneHost, costs, single_copy).choose(Collective::kAllReduce, 4 << 20).describe(),

@@ -204,10 +204,10 @@ typedef struct domino_plugin {
   /* All-reduce by the algorithm the backend's router chose for this call, by its name in the
    * backend's algorithm table (torch_domino.algorithms() lists them: "ring",
    * "recursive_doubling", "rabenseifner", ...), for a plugin that runs the table's algorithms
-   * over messages of its own. A name the plugin lacks, or a call it cannot serve, returns
-   * DOMINO_ERR_UNSUPPORTED (the same on every rank, before any message): the backend then calls
-   * allreduce, or runs the named algorithm over the plugin's links. NULL: the same, for every
-   * call. (Added in ABI 6.) */
+   * over messages of its own. A name the plugin lacks returns DOMINO_ERR_UNSUPPORTED (the same
+   * on every rank, before any message): the backend then runs the named algorithm over the
+   * plugin's links, or calls allreduce. As for collective_with, a refusal is remembered for the
+   * dtype, reduction and name. NULL: the same, for every call. (Added in ABI 6.) */
   int (*allreduce_with)(domino_comm_t* comm, const domino_buffer_t* send, domino_buffer_t* recv,
                         domino_redop_t op, const char* algorithm, char* err, size_t err_size);
   /* Makes a communicator of parent's ranks without exclude[0..exclude_count) (parent's ranks),
@@ -225,11 +225,13 @@ typedef struct domino_plugin {
    * the backend's algorithm table for that op (torch_domino.algorithms() lists them: "ring" or
    * "rabenseifner" over links, shared memory's "direct", "rsag", "single_copy", "segment"), for a
    * plugin that has more than one way to run an op, or runs the table's algorithms over messages
-   * of its own. A name the plugin lacks for the op, or a call it cannot serve, returns
-   * DOMINO_ERR_UNSUPPORTED (the same on every rank, before any message): the backend then runs
-   * the named algorithm over the plugin's links where it has them and the name is one of the
-   * table's over links, else calls allreduce_with or the op's own entry. NULL: the same, for
-   * every call. (Added in ABI 8.) */
+   * of its own. A name the plugin lacks for the op returns DOMINO_ERR_UNSUPPORTED (the same on
+   * every rank, before any message): the backend then tries allreduce_with (for an all-reduce),
+   * then runs the named algorithm over the plugin's links where it has them and the name is one
+   * of the table's over links, else calls the op's own entry. The backend remembers a refusal for
+   * the op, dtype, reduction and name, and does not ask again for those: a refusal must not
+   * depend on anything else of the call (its size, its buffers). NULL: the same, for every call.
+   * (Added in ABI 8.) */
   int (*collective_with)(domino_comm_t* comm, const domino_call_t* call, const char* algorithm,
                          char* err, size_t err_size);
 } domino_plugin_t;
