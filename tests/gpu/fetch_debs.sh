@@ -27,6 +27,11 @@ rm -rf wheels
 # shellcheck disable=SC2086
 "$PIP" download -q -d wheels --only-binary=:all: --python-version "$PY_VERSION" \
   --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 --platform any $pins
+# Megatron-Core, for the Megatron spec's GPU test: without its dependencies (torch, numpy and
+# packaging, which a GPU machine with torch has).
+megatron_pin=$(grep -E '^megatron-core==' "$ROOT/scripts/requirements.txt")
+"$PIP" download -q -d wheels --no-deps --only-binary=:all: --python-version "$PY_VERSION" \
+  --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 "$megatron_pin"
 # CMake, for a machine without one: the same minor release as this machine's, which builds the
 # project in CI (a build tool of the offline machine only, not a dependency of the project).
 cmake_series=$(cmake --version | head -1 | awk '{print $3}' | cut -d. -f1,2)

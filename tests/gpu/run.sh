@@ -19,14 +19,24 @@
 #
 #   bash tests/gpu/run.sh --rehearse   # without a GPU: that offline set-up and build, then the
 #                                      # tests, which skip; e.g. GPU_PYTHON=/opt/torch-check-2.11.0/bin/python
+#   bash tests/gpu/run.sh --no-bench   # the build and the tests only
+#   bash tests/gpu/run.sh --bench-only # the benchmarks only, with what an earlier call built and
+#                                      # installed on the same machine (the device tool keeps a
+#                                      # machine warm for a short while between calls)
 #
 # The whole log goes to $OUT/gpu-run.log (the device tool's output folder) or build/gpu-run.log.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 VENV="${TORCH_DOMINO_VENV:-/opt/torch-domino-venv}"
 cd "$ROOT"
-REHEARSE=0
-[ "${1:-}" = "--rehearse" ] && REHEARSE=1
+REHEARSE=0 BENCH=1 TESTS=1
+case "${1:-}" in
+  --rehearse) REHEARSE=1 ;;
+  --no-bench) BENCH=0 ;;
+  --bench-only) TESTS=0 ;;
+  "") ;;
+  *) echo "tests/gpu/run.sh: unknown option '$1' (--rehearse, --no-bench or --bench-only)"; exit 2 ;;
+esac
 LOG_DIR="${OUT:-$ROOT/build}"
 mkdir -p "$LOG_DIR"
 exec > >(tee "$LOG_DIR/gpu-run.log") 2>&1
@@ -48,7 +58,12 @@ else
   nvidia-smi -L
 fi
 START=$(date +%s)
-if [ -d "$ROOT/.gpu-debs" ] && { [ "$REHEARSE" = 1 ] || ! { command -v pkg-config >/dev/null && pkg-config --exists hwloc ucx; }; }; then
+if [ "$TESTS" = 0 ]; then
+  [ -d "$ROOT/.gpu-debs" ] && source "$ROOT/tests/gpu/offline_env.sh"
+  PY="${GPU_PYTHON:-$(command -v python3)}"
+  [ -x "$VENV/bin/python" ] && PY="$VENV/bin/python"
+  "$PY" -c "import torch_domino" || { echo "--bench-only: torch_domino is not installed for $PY: run without it first"; finish 1; }
+elif [ -d "$ROOT/.gpu-debs" ] && { [ "$REHEARSE" = 1 ] || ! { command -v pkg-config >/dev/null && pkg-config --exists hwloc ucx; }; }; then
   echo "offline set-up: Debian packages from .gpu-debs, python3 with its own torch"
   # shellcheck source=tests/gpu/offline_env.sh
   source "$ROOT/tests/gpu/offline_env.sh"
@@ -56,7 +71,8 @@ if [ -d "$ROOT/.gpu-debs" ] && { [ "$REHEARSE" = 1 ] || ! { command -v pkg-confi
   "$PY" -c "import torch; print('python', '.'.join(map(str, __import__('sys').version_info[:3])), 'torch', torch.__version__)" || finish 1
   # What the build and the tests need and this python lacks, from the wheels brought along.
   need=()
-  for module in scikit_build_core:scikit-build-core pytest:pytest numpy:numpy ninja:ninja expecttest:expecttest; do
+  for module in scikit_build_core:scikit-build-core pytest:pytest numpy:numpy ninja:ninja \
+                expecttest:expecttest megatron.core:megatron-core; do
     "$PY" -c "import ${module%%:*}" 2>/dev/null || need+=("${module##*:}")
   done
   command -v cmake >/dev/null || need+=(cmake)
@@ -72,15 +88,18 @@ else
   PY="$VENV/bin/python"
   BUILD_DIR="$ROOT/build/python"
 fi
-echo "built and installed in $(( $(date +%s) - START )) s"
+[ "$TESTS" = 1 ] && echo "built and installed in $(( $(date +%s) - START )) s"
 if [ "$REHEARSE" = 0 ]; then
   "$PY" -c "import torch; assert torch.cuda.is_available(), 'torch sees no GPU'; print('torch', torch.__version__, torch.cuda.get_device_name(0))" || finish 1
 fi
 status=0
-ctest --test-dir "$BUILD_DIR" -R NcclPlugin --output-on-failure --timeout 120 || status=1
-"$PY" -m pytest -p no:cacheprovider -q -rs \
-  tests/python/test_gpu_lanes.py tests/python/test_gpu_overlap.py tests/python/test_backend_basics.py || status=1
-if [ "$REHEARSE" = 0 ]; then
+if [ "$TESTS" = 1 ]; then
+  ctest --test-dir "$BUILD_DIR" -R NcclPlugin --output-on-failure --timeout 120 || status=1
+  "$PY" -m pytest -p no:cacheprovider -q -rs --durations=15 \
+    tests/python/test_gpu_lanes.py tests/python/test_gpu_overlap.py tests/python/test_gpu_megatron.py \
+    tests/python/test_backend_basics.py || status=1
+fi
+if [ "$REHEARSE" = 0 ] && [ "$BENCH" = 1 ]; then
   # The two GPU benchmarks, in the same call: staged all-reduce bus bandwidth with 2 and 4
   # processes on the GPU against Gloo on the same CUDA tensors, and the 4 KiB high-priority
   # all-reduce's latency alone and under 256 MiB low-priority ones.

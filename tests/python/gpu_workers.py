@@ -73,7 +73,7 @@ def collectives_on_device(rank: int, world: int) -> dict:
                             f"{want.cpu().flatten()[:6].tolist()}")
 
     ranks = range(world)
-    for dtype in (torch.float32, torch.bfloat16, torch.int32, torch.int64):
+    for dtype in (torch.float32, torch.bfloat16, torch.float16, torch.int32, torch.int64):
         base = torch.arange(1, 37, dtype=torch.float32).reshape(6, 6).to(dtype)
         x = (base + rank).to(device)
         dist.all_reduce(x)
@@ -81,6 +81,18 @@ def collectives_on_device(rank: int, world: int) -> dict:
         x = (base + rank).to(device)
         dist.all_reduce(x, op=dist.ReduceOp.MAX)
         check(f"all_reduce max {dtype}", x, (base + world - 1).to(dtype))
+    # 16-bit floats of a size the reduction kernels vectorize, with a tail, rounded once per
+    # element. Multiples of 1/8 below 64 sum exactly in float32 in any order, so the reference
+    # need not follow the transport's order.
+    for dtype in (torch.bfloat16, torch.float16):
+        g = torch.Generator().manual_seed(5)
+        parts = [(torch.randint(-512, 512, (100_003,), generator=g) / 8).to(dtype) for _ in ranks]
+        for op, reduce in ((dist.ReduceOp.SUM, lambda ts: sum(t.float() for t in ts)),
+                           (dist.ReduceOp.AVG, lambda ts: sum(t.float() for t in ts) / world),
+                           (dist.ReduceOp.MAX, lambda ts: torch.stack(ts).float().amax(0))):
+            x = parts[rank].to(device)
+            dist.all_reduce(x, op=op)
+            check(f"all_reduce {op} {dtype} x 100003", x, reduce(parts).to(dtype))
     # Bitwise ops go through host memory (NCCL has none); AVG stays on the device.
     x = torch.tensor([1 << rank, 3], dtype=torch.int64, device=device)
     dist.all_reduce(x, op=dist.ReduceOp.BOR)

@@ -20,13 +20,22 @@ SCHEDULES = {"row": dict(split="row", micro_batches=2),
              "none": dict(split="none")}
 
 
-def _init(tp: int) -> None:
-    from megatron.core import parallel_state
+def _init(tp: int, device: str = "cpu") -> None:
+    """Megatron's parallel state; on CUDA as a GPU user sets it up (the rank's device, the
+    model-parallel CUDA generators), on the CPU through torch_domino.megatron.cpu."""
+    from megatron.core import parallel_state, tensor_parallel
 
     from torch_domino.megatron.cpu import use_cpu
+    if device == "cuda":
+        torch.cuda.set_device(dist.get_rank() % torch.cuda.device_count())
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
     if not parallel_state.model_parallel_is_initialized():
         parallel_state.initialize_model_parallel(tensor_model_parallel_size=tp)
-        use_cpu()
+        if device == "cuda":
+            tensor_parallel.model_parallel_cuda_manual_seed(1234)
+        else:
+            use_cpu()
 
 
 def config(kind: str, tp: int, sp: bool, **changes):
@@ -67,17 +76,21 @@ def gpt(cfg, spec, kind: str):
                     position_embedding_type="rope" if kind == "llama" else "learned_absolute")
 
 
-def batch(seed: int = 99):
+def batch(seed: int = 99, device: str = "cpu"):
     g = torch.Generator().manual_seed(seed)
     tokens = torch.randint(0, VOCAB, (BATCH, SEQ), generator=g)
     labels = torch.randint(0, VOCAB, (BATCH, SEQ), generator=g)
     positions = torch.arange(SEQ).unsqueeze(0).expand(BATCH, SEQ)
     mask = torch.ones(SEQ, SEQ, dtype=torch.bool).triu(1).view(1, 1, SEQ, SEQ)
-    return tokens, positions, mask, labels
+    return tuple(t.to(device) for t in (tokens, positions, mask, labels))
+
+
+def _device_of(model) -> str:
+    return next(model.parameters()).device.type
 
 
 def step(model):
-    tokens, positions, mask, labels = batch()
+    tokens, positions, mask, labels = batch(device=_device_of(model))
     model.zero_grad(set_to_none=True)
     loss = model(tokens, positions, mask, labels=labels).float().mean()
     loss.backward()
@@ -106,14 +119,17 @@ def _worst(a: dict, b: dict) -> tuple[float, str]:
     return worst, where
 
 
-def against_local_spec(rank: int, world: int, kinds: list, schedules: list) -> list:
-    """Loss and gradients of the Domino spec against the local spec, the same weights."""
+def against_local_spec(rank: int, world: int, kinds: list, schedules: list,
+                       device: str = "cpu") -> list:
+    """Loss and gradients of the Domino spec against the local spec, the same weights. On CUDA
+    both models are built where Megatron-Core builds them there (use_cpu_initialization off: on
+    the current device), and each report says where the Domino model's parameters are."""
     from torch_domino.megatron import get_gpt_layer_domino_spec
-    _init(world)
+    _init(world, device)
     reports = []
     for kind in kinds:
         for sp in ([False, True] if world > 1 else [False]):
-            cfg = config(kind, world, sp)
+            cfg = config(kind, world, sp, use_cpu_initialization=device == "cpu")
             torch.manual_seed(1234)
             local = gpt(cfg, local_spec(cfg), kind)
             want_loss, want = step(local)
@@ -127,7 +143,8 @@ def against_local_spec(rank: int, world: int, kinds: list, schedules: list) -> l
                 worst, where = _worst(grads, want)
                 reports.append({"case": f"{kind} {name} sp={sp}", "loss": loss,
                                 "want_loss": want_loss, "grad": worst, "where": where,
-                                "load": str(missing)})
+                                "load": str(missing),
+                                "devices": sorted({p.device.type for p in domino.parameters()})})
             # And back: the Domino model's state dict loads into the local spec.
             fresh = gpt(cfg, local_spec(cfg), kind)
             fresh.load_state_dict(domino.state_dict(), strict=True)

@@ -328,19 +328,24 @@ def numerics_bf16(rank: int, world: int, configs: list, device_type: str) -> lis
     return results
 
 
-def recompute_is_exact(rank: int, world: int, cfgs: list) -> list:
+def recompute_is_exact(rank: int, world: int, cfgs: list, device_type: str = "cpu") -> list:
     """torch.utils.checkpoint (reentrant and not) around a DominoTransformer and around a
     DominoTransformerLayer, dropout on, against the same step without it: whether the output and
     the input gradient are bit for bit the same, whether every parameter gradient is, and the
-    largest parameter-gradient difference relative to the gradient's largest value."""
+    largest parameter-gradient difference relative to the gradient's largest value. On CUDA the
+    model and tensors sit on this rank's device (ranks may share one GPU)."""
     from torch.utils.checkpoint import checkpoint
+    device = torch.device("cpu")
+    if device_type == "cuda":
+        device = torch.device("cuda", rank % torch.cuda.device_count())
+        torch.cuda.set_device(device)
     reports = []
     for cfg in cfgs:
         for target in ("DominoTransformer", "DominoTransformerLayer"):
-            model = getattr(ov, target)(ov.TransformerConfig(**cfg))
+            model = getattr(ov, target)(ov.TransformerConfig(**cfg)).to(device)
             model.train()
-            x = _input(cfg)
-            probe = torch.randn(x.shape, generator=torch.Generator().manual_seed(3))
+            x = _input(cfg).to(device)
+            probe = torch.randn(x.shape, generator=torch.Generator().manual_seed(3)).to(device)
 
             def step(mode, preserve=True):
                 torch.manual_seed(7)

@@ -14,6 +14,12 @@ import pytest
 from ranks import assert_all_ok, run_ranks
 
 pytest.importorskip("megatron.core")
+import torch  # noqa: E402
+
+# Megatron-Core adapted to the CPU (torch_domino.megatron.cpu) refuses a machine with CUDA, where
+# Megatron-Core runs on the device: test_gpu_megatron.py checks the spec there.
+pytestmark = pytest.mark.skipif(torch.cuda.is_available(),
+                                reason="CUDA is available: test_gpu_megatron.py runs these there")
 
 TOLERANCE = 1e-5
 

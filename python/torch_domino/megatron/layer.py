@@ -119,6 +119,10 @@ class DominoLayer(MegatronModule, BaseTransformerLayer):
                 if leaf == "weight" or dim == 0:
                     stride = 2 if path == "mlp.linear_fc1" and config.gated_linear_unit else 1
                     set_tensor_model_parallel_attributes(param, True, dim, stride)
+        # Megatron-Core's own layers allocate on the current CUDA device unless told to
+        # initialize on the CPU; GPTModel's embedding and output layer sit there beside this one.
+        if not config.use_cpu_initialization and torch.cuda.is_available():
+            self.to(torch.device("cuda", torch.cuda.current_device()))
         self._causal = _Causal()
 
     def train(self, mode: bool = True):
