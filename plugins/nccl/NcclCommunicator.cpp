@@ -1,6 +1,8 @@
 #include "NcclCommunicator.h"
 
+#include <atomic>
 #include <cstring>
+#include <memory>
 #include <thread>
 
 #include "plugins/common/Bootstrap.h"
@@ -200,17 +202,37 @@ NcclCommunicator* NcclCommunicator::split(NcclCommunicator& parent, int color, i
   DeviceScope scope(parent.device_);
   ncclConfig_t nccl_config = NCCL_CONFIG_INITIALIZER;
   nccl_config.blocking = 0;
-  ncclComm_t made = nullptr;
+  auto slot = std::make_unique<ncclComm_t>(nullptr);
   // Non-blocking: NCCL writes the new handle only once the split, which runs on the parent,
-  // is done; so wait on the parent first, then look.
-  parent.settle(
-      ncclCommSplit(parent.comm_, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &made, &nccl_config),
-      "split");
-  if (made == nullptr) {
-    if (color >= 0) parent.fail(DOMINO_ERR_SYSTEM, "split", "NCCL returned no communicator");
-    return nullptr;
-  }
+  // is done; so wait on the parent first, then for the handle.
+  parent.settle(ncclCommSplit(parent.comm_, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key,
+                              slot.get(), &nccl_config),
+                "split");
+  if (color < 0) return nullptr;
+  ncclComm_t made = parent.await_child(slot, "split");
+  if (made == nullptr) parent.fail(DOMINO_ERR_SYSTEM, "split", "NCCL returned no communicator");
   return adopt_child(parent, made, config, "split");
+}
+
+ncclComm_t NcclCommunicator::await_child(std::unique_ptr<ncclComm_t>& slot, const char* op) {
+  std::atomic_ref<ncclComm_t> handle(*slot);
+  const Clock::time_point deadline = Clock::now() + timeout_.load();
+  ncclComm_t made = handle.load(std::memory_order_acquire);
+  while (made == nullptr && comm_ != nullptr && Clock::now() <= deadline) {
+    // Asking the parent joins NCCL's group job once it is done.
+    ncclResult_t state = ncclSuccess;
+    if (ncclCommGetAsyncError(comm_, &state) != ncclSuccess) break;
+    if (state != ncclSuccess && state != ncclInProgress) settle(state, op);
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+    made = handle.load(std::memory_order_acquire);
+  }
+  if (made == nullptr && comm_ != nullptr) {
+    ncclCommAbort(comm_);
+    comm_ = nullptr;
+    aborted_ = true;
+    (void)slot.release();
+  }
+  return made;
 }
 
 NcclCommunicator* NcclCommunicator::adopt_child(NcclCommunicator& parent, ncclComm_t made,
@@ -250,17 +272,20 @@ NcclCommunicator* NcclCommunicator::shrink(NcclCommunicator& parent, std::vector
   DeviceScope scope(parent.device_);
   ncclConfig_t nccl_config = NCCL_CONFIG_INITIALIZER;
   nccl_config.blocking = 0;
+  auto slot = std::make_unique<ncclComm_t>(nullptr);
   ncclComm_t made = nullptr;
   try {
     // As for split: NCCL's job runs on the parent, whose state shows its result (also a failed
-    // child's, which NCCL hands back all the same); settle() joins it, or aborts the parent at
-    // the deadline, which ends the job too. Either way NCCL no longer writes `made` after.
-    parent.settle(
-        ncclCommShrink(parent.comm_, exclude.data(), static_cast<int>(exclude.size()), &made,
-                       &nccl_config, abort_first ? NCCL_SHRINK_ABORT : NCCL_SHRINK_DEFAULT),
-        "shrink");
+    // child's, which NCCL hands back all the same); settle() and await_child() join it, or
+    // abort the parent at the deadline, which ends the job too.
+    parent.settle(ncclCommShrink(parent.comm_, exclude.data(), static_cast<int>(exclude.size()),
+                                 slot.get(), &nccl_config,
+                                 abort_first ? NCCL_SHRINK_ABORT : NCCL_SHRINK_DEFAULT),
+                  "shrink");
+    made = parent.await_child(slot, "shrink");
   } catch (...) {
-    if (made != nullptr) ncclCommAbort(made);
+    if (slot && *slot != nullptr) ncclCommAbort(*slot);
+    (void)slot.release();  // NCCL's job may still write it
     throw;
   }
   if (made == nullptr) parent.fail(DOMINO_ERR_SYSTEM, "shrink", "NCCL returned no communicator");

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -63,6 +64,10 @@ class NcclCommunicator {
   // Takes made (a child of parent's, once NCCL has written it) on parent's device.
   static NcclCommunicator* adopt_child(NcclCommunicator& parent, ncclComm_t made,
                                        const domino_comm_config_t& config, const char* op);
+  // The child handle NCCL writes into *slot when its init job ends: that job may still run
+  // after the parent reports ready. Returns null where NCCL made none by the deadline (the
+  // parent then is aborted, which ends the job; *slot must outlive it, so it is leaked).
+  ncclComm_t await_child(std::unique_ptr<ncclComm_t>& slot, const char* op);
   void start(const domino_comm_config_t& config);
   void adopt(const domino_comm_config_t& config);
   // Every op holds the call lock (abort() may come from another thread) and fails at once on an

@@ -95,9 +95,11 @@ fi
 status=0
 if [ "$TESTS" = 1 ]; then
   ctest --test-dir "$BUILD_DIR" -R NcclPlugin --output-on-failure --timeout 120 || status=1
-  "$PY" -m pytest -p no:cacheprovider -q -rs --durations=15 \
+  # GPU_TESTS narrows the run to some tests (pytest node ids), for a rerun in a short lease.
+  # shellcheck disable=SC2086
+  "$PY" -m pytest -p no:cacheprovider -q -rs --durations=15 ${GPU_TESTS:-\
     tests/python/test_gpu_lanes.py tests/python/test_gpu_overlap.py tests/python/test_gpu_megatron.py \
-    tests/python/test_backend_basics.py || status=1
+    tests/python/test_backend_basics.py} || status=1
 fi
 if [ "$REHEARSE" = 0 ] && [ "$BENCH" = 1 ]; then
   # The two GPU benchmarks, in the same call: staged all-reduce bus bandwidth with 2 and 4
@@ -106,7 +108,7 @@ if [ "$REHEARSE" = 0 ] && [ "$BENCH" = 1 ]; then
   BENCH_OUT="${OUT:-$ROOT/bench/results}"
   # Sized to leave the whole call inside the device's 10 minutes after the build and tests.
   timeout 200 "$PY" -m torch_domino.bench --device cuda --worlds 2 4 --backends domino gloo \
-    --ops all_reduce --min-bytes 4K --max-bytes 256M --seconds-per-size 0.1 --repeats 3 \
+    --ops all_reduce --min-bytes 4K --max-bytes "${GPU_BENCH_MAX_BYTES:-256M}" --seconds-per-size 0.1 --repeats 3 \
     --out "$BENCH_OUT" || status=1
   timeout 100 "$PY" -m torch_domino.bench --suite priority --device cuda --load-bytes 256M \
     --samples 500 --loaded-samples 20 --out "$BENCH_OUT" || status=1

@@ -70,10 +70,13 @@ def local_spec(cfg):
 
 
 def gpt(cfg, spec, kind: str):
+    """A GPTModel; on a GPU moved to the current device, as Megatron's training loop does
+    (some of its modules are made on the CPU whatever the config says)."""
     from megatron.core.models.gpt import GPTModel
-    return GPTModel(config=cfg, transformer_layer_spec=spec, vocab_size=VOCAB,
-                    max_sequence_length=SEQ,
-                    position_embedding_type="rope" if kind == "llama" else "learned_absolute")
+    model = GPTModel(config=cfg, transformer_layer_spec=spec, vocab_size=VOCAB,
+                     max_sequence_length=SEQ,
+                     position_embedding_type="rope" if kind == "llama" else "learned_absolute")
+    return model if cfg.use_cpu_initialization else model.cuda(torch.cuda.current_device())
 
 
 def batch(seed: int = 99, device: str = "cpu"):

@@ -67,8 +67,8 @@ def _norm(cfg, state, name, x):
 
 def _rotary(x, base):  # x [s, b, n, d]
     s, d = x.shape[0], x.shape[-1]
-    inv = 1.0 / base ** (torch.arange(0, d, 2, dtype=torch.float32) / d)
-    ang = torch.outer(torch.arange(s, dtype=torch.float32), inv)
+    inv = 1.0 / base ** (torch.arange(0, d, 2, dtype=torch.float32, device=x.device) / d)
+    ang = torch.outer(torch.arange(s, dtype=torch.float32, device=x.device), inv)
     ang = torch.cat([ang, ang], -1).view(s, 1, 1, d).to(x.dtype)
     half = d // 2
     rotated = torch.cat([-x[..., half:], x[..., :half]], -1)
