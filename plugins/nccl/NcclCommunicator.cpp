@@ -205,8 +205,8 @@ NcclCommunicator* NcclCommunicator::split(NcclCommunicator& parent, int color, i
   auto slot = std::make_unique<ncclComm_t>(nullptr);
   // Non-blocking: NCCL writes the new handle only once the split, which runs on the parent,
   // is done; so wait on the parent first, then for the handle.
-  parent.settle(ncclCommSplit(parent.comm_, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key,
-                              slot.get(), &nccl_config),
+  parent.settle(ncclCommSplit(parent.comm_, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, slot.get(),
+                              &nccl_config),
                 "split");
   if (color < 0) return nullptr;
   ncclComm_t made = parent.await_child(slot, "split");
@@ -278,10 +278,10 @@ NcclCommunicator* NcclCommunicator::shrink(NcclCommunicator& parent, std::vector
     // As for split: NCCL's job runs on the parent, whose state shows its result (also a failed
     // child's, which NCCL hands back all the same); settle() and await_child() join it, or
     // abort the parent at the deadline, which ends the job too.
-    parent.settle(ncclCommShrink(parent.comm_, exclude.data(), static_cast<int>(exclude.size()),
-                                 slot.get(), &nccl_config,
-                                 abort_first ? NCCL_SHRINK_ABORT : NCCL_SHRINK_DEFAULT),
-                  "shrink");
+    parent.settle(
+        ncclCommShrink(parent.comm_, exclude.data(), static_cast<int>(exclude.size()), slot.get(),
+                       &nccl_config, abort_first ? NCCL_SHRINK_ABORT : NCCL_SHRINK_DEFAULT),
+        "shrink");
     made = parent.await_child(slot, "shrink");
   } catch (...) {
     if (slot && *slot != nullptr) ncclCommAbort(*slot);

@@ -344,7 +344,7 @@ def markdown_table(rows: list[dict], backends: list[str]) -> str:
             if "domino" in present and "mpi" in present:
                 header += " | domino vs mpi"
             lines.append(header + " |")
-            lines.append("|" + "---|" * (header.count("|") - 1))
+            lines.append("|" + "---|" * header.count("|"))
             for nbytes in sorted({r["bytes"] for r in rows if r["op"] == op and r["world"] == world}):
                 cells = [human(nbytes)]
                 for b in present:

@@ -90,7 +90,7 @@ def attention(cfg, state, p, x):
     k = k.repeat_interleave(heads // groups, 1)
     v = v.repeat_interleave(heads // groups, 1)
     scores = q @ k.transpose(-2, -1) / math.sqrt(d)
-    causal = torch.ones(s, s, dtype=torch.bool).triu(1)
+    causal = torch.ones(s, s, dtype=torch.bool, device=x.device).triu(1)
     probs = scores.masked_fill(causal, float("-inf")).softmax(-1)
     ctx = (probs @ v).permute(2, 0, 1, 3).reshape(s, b, heads * d)
     return F.linear(ctx, state[p + "proj.weight"], state.get(p + "proj.bias"))
