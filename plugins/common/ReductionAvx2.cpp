@@ -1,4 +1,6 @@
 // Built with -mavx2 -mf16c -mfma (see CMakeLists.txt); used only where the CPU has them.
+#include <immintrin.h>
+
 #include <array>
 #include <cstdint>
 #include <type_traits>
@@ -9,8 +11,58 @@
 namespace domino::kernels::avx2 {
 #include "ReductionKernels.inl"
 
+namespace {
+// Eight float32 lanes; 16-bit floats widened with F16C (float16) or a shift (bfloat16).
+struct Lanes {
+  static constexpr size_t kWidth = 8;
+  using F = __m256;
+  static F load_f16(const uint16_t* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  static void store_f16(uint16_t* p, F v) {
+    const __m128i rounded = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    const __m128i nan16 =
+        _mm_packs_epi32(_mm256_castsi256_si128(nan), _mm256_extracti128_si256(nan, 1));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p),
+                     _mm_blendv_epi8(rounded, _mm_set1_epi16(kFloat16QuietNan), nan16));
+  }
+  static F load_bf16(const uint16_t* p) {
+    const __m256i wide =
+        _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+  }
+  static void store_bf16(uint16_t* p, F v) {
+    // Round to nearest even; a NaN becomes the one quiet NaN (ReductionKernels.inl).
+    const __m256i u = _mm256_castps_si256(v);
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    const __m256i rounded = _mm256_srli_epi32(
+        _mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb)), 16);
+    const __m256i magnitude = _mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff));
+    const __m256i nan = _mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32(0x7f800000));
+    const __m256i bits = _mm256_blendv_epi8(rounded, _mm256_set1_epi32(kBFloat16QuietNan), nan);
+    const __m128i packed =
+        _mm_packus_epi32(_mm256_castsi256_si128(bits), _mm256_extracti128_si256(bits, 1));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), packed);
+  }
+  static F add(F a, F b) { return _mm256_add_ps(a, b); }
+  static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
+  static F min_first_if_less(F a, F b) { return _mm256_min_ps(a, b); }
+  static F max_first_if_greater(F a, F b) { return _mm256_max_ps(a, b); }
+  static F splat(float x) { return _mm256_set1_ps(x); }
+};
+}  // namespace
+
+#include "ReductionHalfKernels.inl"
+
 void reduce(void* out, const void* const* in, int n, size_t count, domino_dtype_t dtype,
             domino_redop_t op) {
+  if (half::reduce<Lanes>(out, in, n, count, dtype, op)) return;
   reduce_dispatch(out, in, n, count, dtype, op);
+}
+
+void divide(void* buf, size_t count, domino_dtype_t dtype, int divisor) {
+  if (half::divide<Lanes>(buf, count, dtype, divisor)) return;
+  divide_dispatch(buf, count, dtype, divisor);
 }
 }  // namespace domino::kernels::avx2

@@ -12,11 +12,23 @@ struct Lane {
   static T store(Acc v) { return v; }
 };
 
+// A 16-bit NaN result is the one quiet NaN (sign clear): when two NaNs meet, which one x86
+// returns depends on the operand order the compiler picked, and ranks must not disagree on it.
+constexpr uint16_t kFloat16QuietNan = 0x7e00;
+constexpr uint16_t kBFloat16QuietNan = 0x7fc0;
+
 template <>
 struct Lane<_Float16> {
   using Acc = float;
   static Acc load(_Float16 v) { return static_cast<float>(v); }
-  static _Float16 store(Acc v) { return static_cast<_Float16>(v); }
+  static _Float16 store(Acc v) {
+    if (__builtin_isnan(v)) {
+      _Float16 nan;
+      __builtin_memcpy(&nan, &kFloat16QuietNan, sizeof nan);
+      return nan;
+    }
+    return static_cast<_Float16>(v);
+  }
 };
 
 template <>
@@ -31,9 +43,8 @@ struct Lane<BFloat16Bits> {
   static BFloat16Bits store(Acc f) {
     uint32_t u;
     __builtin_memcpy(&u, &f, sizeof u);
-    // Round to nearest even, as torch does; NaN stays a quiet NaN.
-    if ((u & 0x7fffffffu) > 0x7f800000u)
-      return BFloat16Bits{static_cast<uint16_t>((u >> 16) | 0x40u)};
+    // Round to nearest even, as torch does; a NaN becomes the one quiet NaN.
+    if ((u & 0x7fffffffu) > 0x7f800000u) return BFloat16Bits{kBFloat16QuietNan};
     u += 0x7fffu + ((u >> 16) & 1u);
     return BFloat16Bits{static_cast<uint16_t>(u >> 16)};
   }

@@ -1,0 +1,253 @@
+"""All-reduce on one host in float32, bfloat16 and float16: domino against the peers a CPU user
+would pick instead, in the same processes, alternating call batches.
+
+    python bench/peers/dtype_bench.py                      # world 2 and 4, 8 B .. 64 MiB
+    python bench/peers/dtype_bench.py --worlds 2 --max-bytes 1M --backends domino deepspeed
+
+Peers (bench only: `bash bench/peers/setup.sh` installs them outside the project's environment):
+
+- deepspeed: DeepSpeed's CPU shared-memory op (`deepspeed.comm.inference_all_reduce`, the op
+  DeepSpeed's and vLLM's CPU tensor parallelism call), built by DeepSpeed itself on first use;
+- gloo (not by default): torch's Gloo, over a group of its own, sharing the cores with domino's
+  progress threads here; `python -m torch_domino.bench` times it in processes of its own;
+- mpi, oneccl: not in this harness (MPI's bench is float32 only, `python -m torch_domino.bench`;
+  oneCCL is not wired yet).
+
+Every rank joins one domino process group; DeepSpeed's op and a Gloo group live beside it. For
+each size and dtype, each backend is timed in --repeats batches, the backends' order rotating
+every batch, so the machine's drift touches all alike; a batch's time is the slowest rank's, and
+the table keeps each backend's fastest batch. Sizes are bytes of the tensor. Writes dtypes.csv,
+dtypes.md and dtypes.png to --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PEERS = Path(os.environ.get("DOMINO_BENCH_PEERS", "/opt/torch-domino-peers"))
+MARK = "@@dtype@@"
+DTYPES = ("float32", "bfloat16", "float16")
+
+
+def sizes(lo: int, hi: int):
+    n = lo
+    while n <= hi:
+        yield n
+        n *= 2
+
+
+def human(n: int) -> str:
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n // scale} {unit}"
+    return f"{n} B"
+
+
+def parse_bytes(text: str) -> int:
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    text = text.strip().lower().removesuffix("b").removesuffix("i")
+    return int(float(text[:-1]) * units[text[-1]]) if text[-1] in units else int(text)
+
+
+def worker(args: argparse.Namespace) -> None:
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    import torch
+    import torch.distributed as dist
+
+    import torch_domino  # noqa: F401  registers "domino"
+
+    torch.set_num_threads(1)
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    dist.init_process_group("domino", init_method=args.init, rank=rank, world_size=world,
+                            timeout=datetime.timedelta(seconds=300))
+    gloo = dist.new_group(backend="gloo")
+    calls = {"domino": lambda x: dist.all_reduce(x),
+             "gloo": lambda x: dist.all_reduce(x, group=gloo)}
+    if "deepspeed" in args.backends:
+        os.environ.setdefault("DS_ACCELERATOR", "cpu")
+        os.environ["LOCAL_SIZE"] = str(world)  # DeepSpeed's op reads it (and faults without it)
+        import deepspeed
+        import deepspeed.comm as dscomm
+        deepspeed.init_distributed(dist_backend="gloo", verbose=False)
+        calls["deepspeed"] = lambda x: dscomm.inference_all_reduce(x)
+    slowest = torch.zeros(1, dtype=torch.float64)
+
+    def max_over_ranks(seconds: float) -> float:
+        slowest[0] = seconds
+        dist.all_reduce(slowest, op=dist.ReduceOp.MAX, group=gloo)
+        return float(slowest[0])
+
+    backends = [b for b in args.backends if b in calls]
+    for dtype_name in args.dtypes:
+        dtype = getattr(torch, dtype_name)
+        element = torch.tensor([], dtype=dtype).element_size()
+        for nbytes in sizes(args.min_bytes, args.max_bytes):
+            if nbytes < element:
+                continue
+            # Small integers: sums stay exact in every dtype, so nothing overflows to inf.
+            x = torch.zeros(nbytes // element, dtype=dtype)
+            iters = {}
+            for b in backends:
+                for _ in range(5 if nbytes < (1 << 20) else 1):
+                    calls[b](x)
+                start = time.perf_counter()
+                calls[b](x)
+                one = max_over_ranks(time.perf_counter() - start)
+                iters[b] = int(min(5000, max(1, args.seconds_per_size / args.repeats /
+                                                max(one, 1e-7))))
+            best = {b: float("inf") for b in backends}
+            for rep in range(args.repeats):
+                for b in backends[rep % len(backends):] + backends[:rep % len(backends)]:
+                    dist.barrier(group=gloo)
+                    start = time.perf_counter()
+                    for _ in range(iters[b]):
+                        calls[b](x)
+                    best[b] = min(best[b], max_over_ranks((time.perf_counter() - start) / iters[b]))
+            if rank == 0:
+                for b in backends:
+                    print(MARK + json.dumps({"backend": b, "dtype": dtype_name, "world": world,
+                                             "bytes": nbytes, "time_us": best[b] * 1e6}),
+                          flush=True)
+    dist.destroy_process_group()
+
+
+def run_world(world: int, args: argparse.Namespace) -> list[dict]:
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="domino-dtype-bench-") as tmp:
+        procs = []
+        for rank in range(world):
+            env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(world), OMP_NUM_THREADS="1")
+            if "deepspeed" in args.backends:
+                env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), str(PEERS)) if p)
+            cmd = [sys.executable, __file__, "--worker", "--init", f"file://{tmp}/store",
+                   "--backends", *args.backends, "--dtypes", *args.dtypes,
+                   "--min-bytes", str(args.min_bytes), "--max-bytes", str(args.max_bytes),
+                   "--seconds-per-size", str(args.seconds_per_size), "--repeats", str(args.repeats)]
+            procs.append(subprocess.Popen(cmd, env=env, text=True, stdout=subprocess.PIPE,
+                                          stderr=subprocess.STDOUT if rank == 0 else subprocess.DEVNULL))
+        for line in procs[0].stdout:
+            if line.startswith(MARK):
+                row = json.loads(line[len(MARK):])
+                rows.append(row)
+                print(f"  [world {world}] {row['dtype']:>8} {human(row['bytes']):>7} "
+                      f"{row['backend']:>9}: {row['time_us']:10.1f} us", flush=True)
+            elif line.strip() and "arning" not in line:
+                print(f"  [rank 0] {line.rstrip()}", flush=True)
+        for p in procs:
+            p.wait()
+        if any(p.returncode for p in procs):
+            print(f"  [world {world}] a rank failed (exit codes {[p.returncode for p in procs]})")
+    return rows
+
+
+def markdown(rows: list[dict], backends: list[str]) -> str:
+    t = {(r["backend"], r["dtype"], r["world"], r["bytes"]): r["time_us"] for r in rows}
+    peers = [b for b in backends if b != "domino"]
+    out = []
+    for world in sorted({r["world"] for r in rows}):
+        for dtype in [d for d in DTYPES if any(r["dtype"] == d for r in rows)]:
+            header = ["size"] + [f"{b} us" for b in backends] + [f"{p} / domino" for p in peers]
+            if dtype != "float32":
+                header.append("domino / domino float32, same bytes")
+            out += [f"\n**all_reduce {dtype}, world {world}** (us per call, fastest batch)\n",
+                    "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+            for nbytes in sorted({r["bytes"] for r in rows if r["world"] == world and r["dtype"] == dtype}):
+                mine = t.get(("domino", dtype, world, nbytes))
+                cells = [human(nbytes)] + [f"{t[(b, dtype, world, nbytes)]:.1f}"
+                                           if (b, dtype, world, nbytes) in t else "" for b in backends]
+                for p in peers:
+                    theirs = t.get((p, dtype, world, nbytes))
+                    cells.append(f"{theirs / mine:.2f}x" if mine and theirs else "")
+                if dtype != "float32":
+                    fp32 = t.get(("domino", "float32", world, nbytes))
+                    cells.append(f"{mine / fp32:.2f}x" if mine and fp32 else "")
+                out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n"
+
+
+def plot(rows: list[dict], backends: list[str], path: Path) -> None:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    worlds = sorted({r["world"] for r in rows})
+    dtypes = [d for d in DTYPES if any(r["dtype"] == d for r in rows)]
+    fig, axes = plt.subplots(len(worlds), len(dtypes), figsize=(5 * len(dtypes), 4 * len(worlds)),
+                             squeeze=False)
+    for i, world in enumerate(worlds):
+        for j, dtype in enumerate(dtypes):
+            ax = axes[i][j]
+            for b in backends:
+                mine = sorted((r["bytes"], r["time_us"]) for r in rows
+                              if (r["backend"], r["dtype"], r["world"]) == (b, dtype, world))
+                if mine:
+                    ax.plot([m[0] for m in mine], [m[1] for m in mine], marker="o", label=b)
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_title(f"{dtype}, world {world}")
+            ax.set_xlabel("bytes")
+            ax.set_ylabel("us per all_reduce")
+            ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--worlds", type=int, nargs="+", default=[2, 4])
+    parser.add_argument("--backends", nargs="+", default=["domino", "deepspeed"],
+                        choices=["domino", "deepspeed", "gloo"],
+                        help="gloo here runs beside domino's progress threads, which share the "
+                             "cores: python -m torch_domino.bench times it alone")
+    parser.add_argument("--dtypes", nargs="+", default=list(DTYPES), choices=DTYPES)
+    parser.add_argument("--min-bytes", type=parse_bytes, default=8)
+    parser.add_argument("--max-bytes", type=parse_bytes, default=64 << 20)
+    parser.add_argument("--seconds-per-size", type=float, default=0.1,
+                        help="time per backend, size and dtype, over all batches")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    parser.add_argument("--stem", default="dtypes")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--init", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        worker(args)
+        return 0
+    if "deepspeed" in args.backends and not (PEERS / "deepspeed").is_dir():
+        parser.error(f"DeepSpeed is not installed in {PEERS}: run `bash bench/peers/setup.sh` "
+                     "(or leave deepspeed out of --backends)")
+    started = time.time()
+    rows = []
+    for world in args.worlds:
+        print(f"== world {world}", flush=True)
+        rows += run_world(world, args)
+    args.out.mkdir(parents=True, exist_ok=True)
+    with open(args.out / f"{args.stem}.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["backend", "dtype", "world", "bytes", "time_us"])
+        w.writeheader()
+        w.writerows({**r, "time_us": round(r["time_us"], 2)} for r in rows)
+    table = markdown(rows, args.backends)
+    (args.out / f"{args.stem}.md").write_text(table)
+    plot(rows, args.backends, args.out / f"{args.stem}.png")
+    print(table)
+    print(f"wrote {args.out / args.stem}.csv, .md and .png in {time.time() - started:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
