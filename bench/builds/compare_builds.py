@@ -1,7 +1,7 @@
 """Builds of torch-domino against each other, on every bench a change can touch, in one run.
 
     python bench/builds/compare_builds.py --build before=DIR --build after=DIR [--rounds 3] \
-        [--benches collectives,multihost-small,multihost-large,messages] \
+        [--benches collectives,dtypes,multihost-small,multihost-large,messages] \
         [python -m torch_domino.bench arguments]
 
 DIR holds an installed torch_domino (e.g. `pip install --no-deps --no-build-isolation --target
@@ -11,6 +11,8 @@ benches:
 
 - collectives: `python -m torch_domino.bench --backends domino` on one host (the extra arguments
   go to it), each case's fastest batch;
+- dtypes: bench/peers/dtype_bench.py with domino alone, all-reduce in float32, bfloat16 and
+  float16 at world 2 and 4, each case's fastest batch (a reduction kernel touches these);
 - multihost-small, multihost-large: bench/multihost/hier_bench.py across two simulated hosts
   (root: network namespaces), messages of 4 KiB or less and 16 MiB, every plan, median us;
 - messages: bench/overlap/messages_under_compute.py, async all-reduces under compute on the
@@ -61,6 +63,14 @@ def multihost(part: str):
     return bench
 
 
+def dtypes(install: str, out: Path, extra: list[str]) -> dict:
+    run(install, [sys.executable, str(ROOT / "bench/peers/dtype_bench.py"), "--backends", "domino",
+                  "--seconds-per-size", "0.1", "--repeats", "3", "--out", str(out)])
+    with open(out / "dtypes.csv") as f:
+        return {(f"all_reduce {r['dtype']}, world {r['world']}", int(r["bytes"])):
+                float(r["time_us"]) for r in csv.DictReader(f)}
+
+
 def messages(install: str, out: Path, extra: list[str]) -> dict:
     run(install, [sys.executable, str(ROOT / "bench/overlap/messages_under_compute.py"),
                   "--repeats", "12", "--out", str(out / "messages")])
@@ -69,7 +79,8 @@ def messages(install: str, out: Path, extra: list[str]) -> dict:
             value[0] for key, value in result.items() for n, busy in [key.split(",")]}
 
 
-BENCHES = {"collectives": (collectives, "us"), "multihost-small": (multihost("small"), "us"),
+BENCHES = {"collectives": (collectives, "us"), "dtypes": (dtypes, "us"),
+           "multihost-small": (multihost("small"), "us"),
            "multihost-large": (multihost("large"), "us"), "messages": (messages, "ms")}
 
 

@@ -1,5 +1,8 @@
 // Built with -mavx512f -mavx512bw -mavx512vl -mavx2 -mf16c -mfma (see CMakeLists.txt); used only
-// where the CPU has them. bfloat16 is rounded with integer operations rather than AVX512_BF16's
+// where the CPU has them, and only for bfloat16 and float16 messages of kWideFrom elements or
+// more: measured end to end, 512-bit code made float32 and small all-reduces 5-25% slower on the
+// project's machine (bench/results/builds-kernels.md), so those take the AVX2 kernels, which
+// give the same bits. bfloat16 is rounded with integer operations rather than AVX512_BF16's
 // VCVTNEPS2BF16, which flushes subnormal inputs and outputs to zero where the scalar kernel, and
 // torch, keep them; float16 is reduced in float32 rather than with AVX512_FP16's own arithmetic,
 // which would round at every step.
@@ -10,6 +13,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "ReductionVariants.h"
 #include "domino/plugin.h"
 
 namespace domino::kernels::avx512 {
@@ -56,14 +60,16 @@ struct Lanes {
 
 #include "ReductionHalfKernels.inl"
 
+constexpr size_t kWideFrom = 32 * 1024;
+
 void reduce(void* out, const void* const* in, int n, size_t count, domino_dtype_t dtype,
             domino_redop_t op) {
-  if (half::reduce<Lanes>(out, in, n, count, dtype, op)) return;
-  reduce_dispatch(out, in, n, count, dtype, op);
+  if (count >= kWideFrom && half::reduce<Lanes>(out, in, n, count, dtype, op)) return;
+  avx2::reduce(out, in, n, count, dtype, op);
 }
 
 void divide(void* buf, size_t count, domino_dtype_t dtype, int divisor) {
-  if (half::divide<Lanes>(buf, count, dtype, divisor)) return;
-  divide_dispatch(buf, count, dtype, divisor);
+  if (count >= kWideFrom && half::divide<Lanes>(buf, count, dtype, divisor)) return;
+  avx2::divide(buf, count, dtype, divisor);
 }
 }  // namespace domino::kernels::avx512

@@ -464,3 +464,37 @@ def in_host_algorithm(rank: int, world: int) -> dict:
     view = torch_domino.topology(sizes=[8, 16 << 20])
     steps = {p["bytes"]: p["steps"] for p in view["routing"]["plans"] if p["op"] == "all_reduce"}
     return {"failures": failures, "steps": {str(k): v for k, v in steps.items()}}
+
+
+def sixteen_bit_all_reduces(rank: int, world: int) -> list:
+    """bfloat16 and float16 SUM, AVG and MAX all-reduces against float32 accumulation rounded
+    once, at sizes on every shared-memory path. Inputs are multiples of 1/8 below 64 (with a
+    few NaN and Inf): their float32 sums are exact in any order but need more bits than
+    bfloat16 holds, so a path that rounded a partial sum would differ. Returns the failures."""
+    failures = []
+    for dtype in (torch.bfloat16, torch.float16):
+        for n in (1000, 70_000, 3_000_001):
+            parts = []
+            for r in range(world):
+                g = torch.Generator().manual_seed(1000 * r + n)
+                values = torch.randint(-512, 512, (n,), generator=g).float() / 8
+                values[r::997] = float("nan") if r == 1 else float("inf")
+                parts.append(values.to(dtype))
+            exact = torch.stack([p.float() for p in parts])
+            # MAX as the kernels define it, in rank order: acc < x ? x : acc (a NaN wins only
+            # as rank 0's value, as with std::max).
+            largest = exact[0]
+            for x in exact[1:]:
+                largest = torch.where(largest < x, x, largest)
+            for op, want in ((dist.ReduceOp.SUM, exact.sum(0)),
+                             (dist.ReduceOp.AVG, exact.sum(0) * torch.tensor(1 / world)),
+                             (dist.ReduceOp.MAX, largest)):
+                got = parts[rank].clone()
+                dist.all_reduce(got, op=op)
+                want = want.to(dtype)
+                same = (got == want) | (got.isnan() & want.isnan())
+                if not bool(same.all()):
+                    bad = int((~same).nonzero()[0])
+                    failures.append(f"{dtype} {op} of {n}: element {bad} is {got[bad].item()}, "
+                                    f"want {want[bad].item()}")
+    return failures
