@@ -1,8 +1,9 @@
 // Built with -mavx512f -mavx512bw -mavx512vl -mavx2 -mf16c -mfma (see CMakeLists.txt); used only
 // where the CPU has them, and only for bfloat16 and float16 messages of kWideFrom elements or
-// more: measured end to end, 512-bit code made float32 and small all-reduces 5-25% slower on the
-// project's machine (bench/results/builds-kernels.md), so those take the AVX2 kernels, which
-// give the same bits. bfloat16 is rounded with integer operations rather than AVX512_BF16's
+// more. Other dtypes and smaller messages take the AVX2 kernels, which give the same bits:
+// float32 streams from memory no faster in 512-bit code (bench/cpp/reduction_throughput), a
+// first build that used it for everything measured small and float32 all-reduces up to 25%
+// slower end to end, and a thread that touched 512-bit state saves more of it at every switch. bfloat16 is rounded with integer operations rather than AVX512_BF16's
 // VCVTNEPS2BF16, which flushes subnormal inputs and outputs to zero where the scalar kernel, and
 // torch, keep them; float16 is reduced in float32 rather than with AVX512_FP16's own arithmetic,
 // which would round at every step.
