@@ -28,6 +28,7 @@
 #include "engine/RoutedComm.h"
 #include "engine/TransportProbe.h"
 #include "plugins/common/Dtype.h"
+#include "plugins/common/Reduction.h"
 #include "plugins/common/TransportError.h"
 #include "plugins/registry/Communicator.h"
 #include "plugins/registry/PluginRegistry.h"
@@ -131,6 +132,12 @@ ProcessGroupDomino::ProcessGroupDomino(const c10::intrusive_ptr<c10d::Store>& st
   }
   settings_ = parsed.settings;
   set_log_level(settings_.log_level);
+  try {
+    use_reduction_variant(settings_.reduction_kernels);
+  } catch (const std::invalid_argument& e) {
+    TORCH_CHECK_VALUE(false, "domino: init of ", label(), " on rank ", rank,
+                      " failed: DOMINO_REDUCTION_KERNELS: ", e.what());
+  }
   for (const std::string& warning : parsed.warnings) log_line(LogLevel::kWarn, rank, warning);
   for (const std::string& difference : differences) {
     log_line(LogLevel::kWarn, rank, label() + ": " + difference);

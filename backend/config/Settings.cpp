@@ -116,14 +116,15 @@ std::vector<std::string> split_path(const std::string& value) {
 
 const std::vector<std::string>& known_variables() {
   static const std::vector<std::string> names = {
-      "DOMINO_HOST_ID",         "DOMINO_ALGO",
-      "DOMINO_INTRA_TRANSPORT", "DOMINO_INTER_TRANSPORT",
-      "DOMINO_PRIORITY",        "DOMINO_CHUNK_BYTES",
-      "DOMINO_SHM_BYTES",       "DOMINO_TOPO_FILE",
-      "DOMINO_PLUGIN_PATH",     "DOMINO_LOG",
-      "DOMINO_SINGLE_COPY",     "DOMINO_COST_INTRA",
-      "DOMINO_COST_INTER",      "DOMINO_GPU_TRANSPORT",
-      "DOMINO_BLOCKING_WAIT",   "DOMINO_RAIL_CHUNK_BYTES"};
+      "DOMINO_HOST_ID",          "DOMINO_ALGO",
+      "DOMINO_INTRA_TRANSPORT",  "DOMINO_INTER_TRANSPORT",
+      "DOMINO_PRIORITY",         "DOMINO_CHUNK_BYTES",
+      "DOMINO_SHM_BYTES",        "DOMINO_TOPO_FILE",
+      "DOMINO_PLUGIN_PATH",      "DOMINO_LOG",
+      "DOMINO_SINGLE_COPY",      "DOMINO_COST_INTRA",
+      "DOMINO_COST_INTER",       "DOMINO_GPU_TRANSPORT",
+      "DOMINO_BLOCKING_WAIT",    "DOMINO_RAIL_CHUNK_BYTES",
+      "DOMINO_REDUCTION_KERNELS"};
   return names;
 }
 
@@ -205,6 +206,10 @@ ParsedSettings parse_settings(const std::map<std::string, std::string>& env) {
                                               {"staged", GpuTransport::kStaged}});
     } else if (name == "DOMINO_BLOCKING_WAIT") {
       s.blocking_wait = choose<bool>(name, value, {{"0", false}, {"1", true}});
+    } else if (name == "DOMINO_REDUCTION_KERNELS") {
+      s.reduction_kernels = choose<std::string>(
+          name, value,
+          {{"auto", "auto"}, {"avx512", "avx512"}, {"avx2", "avx2+f16c"}, {"generic", "generic"}});
     } else if (name == "DOMINO_LOG") {
       s.log_level = choose<LogLevel>(name, value,
                                      {{"error", LogLevel::kError},

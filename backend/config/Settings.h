@@ -42,6 +42,8 @@ struct Settings {
   // Work.wait() on a CUDA collective blocks the host until it is done (else only the caller's
   // stream waits), and a collective not done within the group timeout raises.
   bool blocking_wait = false;
+  // DOMINO_REDUCTION_KERNELS: "auto" (the fastest this CPU runs) or a variant's name.
+  std::string reduction_kernels = "auto";
 };
 
 class ConfigError : public std::invalid_argument {

@@ -1,9 +1,11 @@
 // The reduction kernels' throughput against this machine's copy bandwidth, on one core: every
-// variant the CPU runs (avx512, avx2+f16c, generic), float32, bfloat16 and float16, 2 and 4
+// variant the CPU runs (avx512, avx2+f16c, generic; "avx512" runs the AVX2 kernels for float32),
+// float32, bfloat16 and float16, 2 and 4
 // inputs, at a size that lives in L2 and one that streams from memory. A STREAM-like copy
 // (memcpy) and triad over the same bytes are the limits. Bytes counted are those read and
 // written: (inputs + 1) * count * element size for a reduction, 2x for copy, 3x for triad.
 //   domino_reduction_throughput [--csv]
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>

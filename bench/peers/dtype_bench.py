@@ -81,6 +81,9 @@ def worker(args: argparse.Namespace) -> None:
         import deepspeed
         import deepspeed.comm as dscomm
         deepspeed.init_distributed(dist_backend="gloo", verbose=False)
+        # Without its op DeepSpeed falls back to torch.distributed.all_reduce, i.e. domino here.
+        if not hasattr(torch.ops.deepspeed, "inference_all_reduce_"):
+            raise SystemExit("DeepSpeed's shared-memory op did not build: nothing to compare")
         calls["deepspeed"] = lambda x: dscomm.inference_all_reduce(x)
     slowest = torch.zeros(1, dtype=torch.float64)
 
@@ -96,7 +99,7 @@ def worker(args: argparse.Namespace) -> None:
         for nbytes in sizes(args.min_bytes, args.max_bytes):
             if nbytes < element:
                 continue
-            # Small integers: sums stay exact in every dtype, so nothing overflows to inf.
+            # Zeros: repeated in-place sums stay finite in every dtype.
             x = torch.zeros(nbytes // element, dtype=dtype)
             iters = {}
             for b in backends:
@@ -135,8 +138,11 @@ def run_world(world: int, args: argparse.Namespace) -> list[dict]:
                    "--backends", *args.backends, "--dtypes", *args.dtypes,
                    "--min-bytes", str(args.min_bytes), "--max-bytes", str(args.max_bytes),
                    "--seconds-per-size", str(args.seconds_per_size), "--repeats", str(args.repeats)]
-            procs.append(subprocess.Popen(cmd, env=env, text=True, stdout=subprocess.PIPE,
-                                          stderr=subprocess.STDOUT if rank == 0 else subprocess.DEVNULL))
+            # Only rank 0 reports; the others' output would fill a pipe nobody reads.
+            quiet = subprocess.DEVNULL if rank else None
+            procs.append(subprocess.Popen(cmd, env=env, text=True,
+                                          stdout=quiet or subprocess.PIPE,
+                                          stderr=quiet or subprocess.STDOUT))
         for line in procs[0].stdout:
             if line.startswith(MARK):
                 row = json.loads(line[len(MARK):])

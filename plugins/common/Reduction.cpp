@@ -2,6 +2,9 @@
 
 #include "ReductionVariants.h"
 
+#include <atomic>
+#include <stdexcept>
+
 namespace domino {
 namespace {
 
@@ -25,7 +28,14 @@ std::vector<ReductionVariant> find_runnable() {
   return found;
 }
 
-const ReductionVariant kBest = runnable_reduction_variants().front();
+// Set by use_reduction_variant at a group's set-up, read on every call from any thread; null
+// (constant-initialized, so valid before any other static initializer runs) means the fastest.
+std::atomic<const ReductionVariant*> chosen{nullptr};
+
+const ReductionVariant& current() {
+  const ReductionVariant* variant = chosen.load(std::memory_order_relaxed);
+  return variant != nullptr ? *variant : runnable_reduction_variants().front();
+}
 }  // namespace
 
 const std::vector<ReductionVariant>& runnable_reduction_variants() {
@@ -36,16 +46,34 @@ const std::vector<ReductionVariant>& runnable_reduction_variants() {
 void reduce_buffers(void* out, const void* const* inputs, int n_inputs, size_t count,
                     domino_dtype_t dtype, domino_redop_t op) {
   if (count == 0 || n_inputs <= 0) return;
-  kBest.reduce(out, inputs, n_inputs, count, dtype, op);
+  current().reduce(out, inputs, n_inputs, count, dtype, op);
 }
 
 void divide_buffer(void* buf, size_t count, domino_dtype_t dtype, int divisor) {
   if (count == 0 || divisor <= 1) return;
-  kBest.divide(buf, count, dtype, divisor);
+  current().divide(buf, count, dtype, divisor);
 }
 
 const char* reduction_isa() {
-  return kBest.name;
+  return current().name;
+}
+
+void use_reduction_variant(const std::string& name) {
+  const auto& variants = runnable_reduction_variants();
+  if (name == "auto") {
+    chosen.store(&variants.front(), std::memory_order_relaxed);
+    return;
+  }
+  std::string runnable;
+  for (const ReductionVariant& variant : variants) {
+    if (variant.name == name) {
+      chosen.store(&variant, std::memory_order_relaxed);
+      return;
+    }
+    runnable += std::string(runnable.empty() ? "" : ", ") + variant.name;
+  }
+  throw std::invalid_argument("the reduction kernels '" + name +
+                              "' cannot run on this CPU; it runs " + runnable + " (or set auto)");
 }
 
 }  // namespace domino

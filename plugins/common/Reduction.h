@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 #include "domino/plugin.h"
 
@@ -17,7 +18,12 @@ void reduce_buffers(void* out, const void* const* inputs, int n_inputs, size_t c
 // steps); other dtypes are left alone.
 void divide_buffer(void* buf, size_t count, domino_dtype_t dtype, int divisor);
 
-// Which instruction set reduce_buffers dispatched to on this CPU, for the topology report.
+// Which instruction set reduce_buffers dispatches to, for the topology report.
 const char* reduction_isa();
+
+// Makes reduce_buffers use the variant named ("avx512", "avx2+f16c" or "generic"), or the
+// fastest this CPU runs for "auto". Every variant gives the same bits, so ranks need not agree.
+// Throws std::invalid_argument naming the variants this CPU runs if it cannot run that one.
+void use_reduction_variant(const std::string& name);
 
 }  // namespace domino

@@ -61,7 +61,7 @@ struct Lanes {
 
 #include "ReductionHalfKernels.inl"
 
-constexpr size_t kWideFrom = 32 * 1024;
+constexpr size_t kWideFrom = 2048;
 
 void reduce(void* out, const void* const* in, int n, size_t count, domino_dtype_t dtype,
             domino_redop_t op) {

@@ -131,7 +131,9 @@ void reduce_fixed(void* out_raw, const void* const* inputs_raw, size_t count, bo
   for (size_t i = 0; i < count; ++i) {
     Acc acc = L::load(in[0][i]);
     ((K == 0 ? void() : void(acc = Op::apply(acc, L::load(in[K][i])))), ...);
-    if constexpr (std::is_floating_point_v<Acc>) acc *= scale;
+    if constexpr (std::is_floating_point_v<Acc>) {
+      if (average) acc *= scale;  // only then: under DAZ a multiply by 1 would flush subnormals
+    }
     out[i] = L::store(acc);
   }
 }

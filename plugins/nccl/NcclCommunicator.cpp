@@ -203,36 +203,48 @@ NcclCommunicator* NcclCommunicator::split(NcclCommunicator& parent, int color, i
   ncclConfig_t nccl_config = NCCL_CONFIG_INITIALIZER;
   nccl_config.blocking = 0;
   auto slot = std::make_unique<ncclComm_t>(nullptr);
-  // Non-blocking: NCCL writes the new handle only once the split, which runs on the parent,
-  // is done; so wait on the parent first, then for the handle.
-  parent.settle(ncclCommSplit(parent.comm_, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, slot.get(),
-                              &nccl_config),
-                "split");
-  if (color < 0) return nullptr;
-  ncclComm_t made = parent.await_child(slot, "split");
-  if (made == nullptr) parent.fail(DOMINO_ERR_SYSTEM, "split", "NCCL returned no communicator");
-  return adopt_child(parent, made, config, "split");
+  const ncclComm_t made =
+      parent.await_child(ncclCommSplit(parent.comm_, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key,
+                                       slot.get(), &nccl_config),
+                         slot, color >= 0, "split");
+  return made == nullptr ? nullptr : adopt_child(parent, made, config, "split");
 }
 
-ncclComm_t NcclCommunicator::await_child(std::unique_ptr<ncclComm_t>& slot, const char* op) {
+ncclComm_t NcclCommunicator::await_child(ncclResult_t started, std::unique_ptr<ncclComm_t>& slot,
+                                         bool expected, const char* op) {
+  // NCCL (non-blocking) returns from a split or shrink at once and runs the child's init as a
+  // group job on the parent, which reports in progress until the job is joined; the job writes
+  // the handle (a failed child's too) as it ends. So: wait for the parent, then for the handle.
   std::atomic_ref<ncclComm_t> handle(*slot);
-  const Clock::time_point deadline = Clock::now() + timeout_.load();
-  ncclComm_t made = handle.load(std::memory_order_acquire);
-  while (made == nullptr && comm_ != nullptr && Clock::now() <= deadline) {
-    // Asking the parent joins NCCL's group job once it is done.
-    ncclResult_t state = ncclSuccess;
-    if (ncclCommGetAsyncError(comm_, &state) != ncclSuccess) break;
-    if (state != ncclSuccess && state != ncclInProgress) settle(state, op);
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
-    made = handle.load(std::memory_order_acquire);
-  }
-  if (made == nullptr && comm_ != nullptr) {
-    ncclCommAbort(comm_);
-    comm_ = nullptr;
-    aborted_ = true;
+  try {
+    settle(started, op);
+    settle(ncclInProgress, op);
+    const Clock::time_point deadline = Clock::now() + timeout_.load();
+    while (expected && handle.load(std::memory_order_acquire) == nullptr && comm_ != nullptr &&
+           Clock::now() <= deadline) {
+      ncclResult_t state = ncclSuccess;
+      if (ncclCommGetAsyncError(comm_, &state) != ncclSuccess) break;
+      if (state != ncclSuccess && state != ncclInProgress) settle(state, op);
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    const ncclComm_t made = handle.load(std::memory_order_acquire);
+    if (made != nullptr || !expected) return made;
+    fail(DOMINO_ERR_TIMEOUT, op,
+         "NCCL made no communicator within " + std::to_string(timeout_.load().count()) +
+             " ms; check that every rank of the group took part");
+  } catch (...) {
+    // Aborting the parent (settle and fail do) ends NCCL's job; a child it made goes too. The
+    // slot stays allocated: should the job still be running, it may yet write there.
+    if (comm_ != nullptr) {
+      ncclCommAbort(comm_);
+      comm_ = nullptr;
+      aborted_ = true;
+    }
+    const ncclComm_t made = handle.load(std::memory_order_acquire);
+    if (made != nullptr) ncclCommAbort(made);
     (void)slot.release();
+    throw;
   }
-  return made;
 }
 
 NcclCommunicator* NcclCommunicator::adopt_child(NcclCommunicator& parent, ncclComm_t made,
@@ -273,22 +285,10 @@ NcclCommunicator* NcclCommunicator::shrink(NcclCommunicator& parent, std::vector
   ncclConfig_t nccl_config = NCCL_CONFIG_INITIALIZER;
   nccl_config.blocking = 0;
   auto slot = std::make_unique<ncclComm_t>(nullptr);
-  ncclComm_t made = nullptr;
-  try {
-    // As for split: NCCL's job runs on the parent, whose state shows its result (also a failed
-    // child's, which NCCL hands back all the same); settle() and await_child() join it, or
-    // abort the parent at the deadline, which ends the job too.
-    parent.settle(
-        ncclCommShrink(parent.comm_, exclude.data(), static_cast<int>(exclude.size()), slot.get(),
-                       &nccl_config, abort_first ? NCCL_SHRINK_ABORT : NCCL_SHRINK_DEFAULT),
-        "shrink");
-    made = parent.await_child(slot, "shrink");
-  } catch (...) {
-    if (slot && *slot != nullptr) ncclCommAbort(*slot);
-    (void)slot.release();  // NCCL's job may still write it
-    throw;
-  }
-  if (made == nullptr) parent.fail(DOMINO_ERR_SYSTEM, "shrink", "NCCL returned no communicator");
+  const ncclComm_t made = parent.await_child(
+      ncclCommShrink(parent.comm_, exclude.data(), static_cast<int>(exclude.size()), slot.get(),
+                     &nccl_config, abort_first ? NCCL_SHRINK_ABORT : NCCL_SHRINK_DEFAULT),
+      slot, true, "shrink");
   return adopt_child(parent, made, config, "shrink");
 #else
   (void)exclude;

@@ -64,10 +64,11 @@ class NcclCommunicator {
   // Takes made (a child of parent's, once NCCL has written it) on parent's device.
   static NcclCommunicator* adopt_child(NcclCommunicator& parent, ncclComm_t made,
                                        const domino_comm_config_t& config, const char* op);
-  // The child handle NCCL writes into *slot when its init job ends: that job may still run
-  // after the parent reports ready. Returns null where NCCL made none by the deadline (the
-  // parent then is aborted, which ends the job; *slot must outlive it, so it is leaked).
-  ncclComm_t await_child(std::unique_ptr<ncclComm_t>& slot, const char* op);
+  // Waits out a split or shrink NCCL started (its result `started`) on this parent, and returns
+  // the child NCCL wrote into *slot (null where none was expected: a rank outside every color).
+  // On failure or at the deadline aborts this parent and the child, and throws.
+  ncclComm_t await_child(ncclResult_t started, std::unique_ptr<ncclComm_t>& slot, bool expected,
+                         const char* op);
   void start(const domino_comm_config_t& config);
   void adopt(const domino_comm_config_t& config);
   // Every op holds the call lock (abort() may come from another thread) and fails at once on an

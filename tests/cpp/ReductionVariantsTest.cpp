@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -158,6 +159,23 @@ TEST(ReductionVariants, TheGenericVariantIsAlwaysRunnableAndLast) {
   EXPECT_EQ(std::string(variants.back().name), "generic");
   EXPECT_EQ(std::string(variants.front().name), reduction_isa());
   for (const auto& v : variants) std::printf("runnable reduction variant: %s\n", v.name);
+}
+
+TEST(ReductionVariants, AChosenVariantIsUsedAndOneThisCpuCannotRunIsRefused) {
+  const auto& variants = runnable_reduction_variants();
+  for (const auto& variant : variants) {
+    use_reduction_variant(variant.name);
+    EXPECT_EQ(std::string(reduction_isa()), variant.name);
+  }
+  use_reduction_variant("auto");
+  EXPECT_EQ(std::string(reduction_isa()), variants.front().name);
+  try {
+    use_reduction_variant("neon");
+    FAIL() << "a variant no x86 CPU runs was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("generic"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(std::string(reduction_isa()), variants.front().name);
 }
 
 TEST(ReductionVariants, SixteenBitFloatsGiveTheSameBitsOnEveryVariant) {

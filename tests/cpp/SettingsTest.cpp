@@ -70,9 +70,24 @@ TEST(Settings, EveryKnownVariableIsAccepted) {
   for (const auto& name : known_variables()) {
     EXPECT_EQ(name.rfind("DOMINO_", 0), 0u) << name;
   }
-  EXPECT_EQ(known_variables().size(), 16u);
+  EXPECT_EQ(known_variables().size(), 17u);
   EXPECT_FALSE(parse_settings({{"DOMINO_SINGLE_COPY", "off"}}).settings.single_copy);
   EXPECT_THROW(parse_settings({{"DOMINO_SINGLE_COPY", "on"}}), ConfigError);
+}
+
+TEST(Settings, ReductionKernelsTakeTheVariantsNames) {
+  EXPECT_EQ(parse_settings({}).settings.reduction_kernels, "auto");
+  EXPECT_EQ(parse_settings({{"DOMINO_REDUCTION_KERNELS", "avx2"}}).settings.reduction_kernels,
+            "avx2+f16c");
+  EXPECT_EQ(parse_settings({{"DOMINO_REDUCTION_KERNELS", "generic"}}).settings.reduction_kernels,
+            "generic");
+  try {
+    parse_settings({{"DOMINO_REDUCTION_KERNELS", "sse"}});
+    FAIL() << "an unknown variant was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("DOMINO_REDUCTION_KERNELS"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("avx512"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Settings, RailChunkBytesTurnsThePipelineOffAtZeroAndRefusesTinyChunks) {

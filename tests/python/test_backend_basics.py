@@ -79,6 +79,7 @@ def test_unknown_variable_is_named_in_a_warning(tmp_path):
         ("DOMINO_SHM_BYTES", "lots", "byte count"),
         ("DOMINO_LOG", "loud", "error, warn, info, debug"),
         ("DOMINO_INTRA_TRANSPORT", "carrier-pigeon", "accepted values: auto, shm, ucx"),
+        ("DOMINO_REDUCTION_KERNELS", "sse", "auto, avx512, avx2, generic"),
     ],
 )
 def test_invalid_value_fails_init_naming_variable_and_accepted_values(variable, value, accepted, tmp_path):
