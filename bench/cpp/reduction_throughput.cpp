@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "plugins/common/Dtype.h"
 #include "plugins/common/ReductionVariants.h"
 
 namespace {
@@ -34,16 +35,6 @@ double best_seconds(Body&& body, size_t bytes_per_call) {
   return best;
 }
 
-const char* dtype_name(domino_dtype_t dtype) {
-  switch (dtype) {
-    case DOMINO_BFLOAT16:
-      return "bfloat16";
-    case DOMINO_FLOAT16:
-      return "float16";
-    default:
-      return "float32";
-  }
-}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -84,11 +75,11 @@ int main(int argc, char** argv) {
               moved);
           const double gbps = moved / seconds / 1e9;
           if (csv) {
-            std::printf("reduce,%s,%s,%d,%zu,%.2f\n", variant.name, dtype_name(dtype), inputs,
-                        input_bytes, gbps);
+            std::printf("reduce,%s,%s,%d,%zu,%.2f\n", variant.name, domino::dtype_name(dtype),
+                        inputs, input_bytes, gbps);
           } else {
             std::printf("  reduce %-9s %-8s %d inputs: %6.1f GB/s (%.2fx copy)\n", variant.name,
-                        dtype_name(dtype), inputs, gbps, gbps / copy);
+                        domino::dtype_name(dtype), inputs, gbps, gbps / copy);
           }
         }
       }

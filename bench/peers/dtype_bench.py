@@ -33,30 +33,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from torch_domino.bench import human, parse_bytes, sizes
+
 ROOT = Path(__file__).resolve().parents[2]
 PEERS = Path(os.environ.get("DOMINO_BENCH_PEERS", "/opt/torch-domino-peers"))
 MARK = "@@dtype@@"
 DTYPES = ("float32", "bfloat16", "float16")
-
-
-def sizes(lo: int, hi: int):
-    n = lo
-    while n <= hi:
-        yield n
-        n *= 2
-
-
-def human(n: int) -> str:
-    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= scale:
-            return f"{n // scale} {unit}"
-    return f"{n} B"
-
-
-def parse_bytes(text: str) -> int:
-    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-    text = text.strip().lower().removesuffix("b").removesuffix("i")
-    return int(float(text[:-1]) * units[text[-1]]) if text[-1] in units else int(text)
 
 
 def worker(args: argparse.Namespace) -> None:

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "plugins/common/Dtype.h"
 #include "plugins/common/Reduction.h"
 #include "plugins/common/ReductionVariants.h"
 
@@ -138,21 +139,6 @@ std::vector<uint16_t> run(const ReductionVariant& variant,
   return out;
 }
 
-const char* op_name(domino_redop_t op) {
-  switch (op) {
-    case DOMINO_SUM:
-      return "SUM";
-    case DOMINO_AVG:
-      return "AVG";
-    case DOMINO_PRODUCT:
-      return "PRODUCT";
-    case DOMINO_MIN:
-      return "MIN";
-    default:
-      return "MAX";
-  }
-}
-
 TEST(ReductionVariants, TheGenericVariantIsAlwaysRunnableAndLast) {
   const auto& variants = runnable_reduction_variants();
   ASSERT_FALSE(variants.empty());
@@ -198,10 +184,10 @@ TEST(ReductionVariants, SixteenBitFloatsGiveTheSameBitsOnEveryVariant) {
             for (int k = 1; k < n; ++k) acc = reference_op(acc, widen(in[k][i], dtype), op);
             if (op == DOMINO_AVG) acc *= 1.0f / static_cast<float>(n);
             if (std::isnan(acc)) {
-              ASSERT_EQ(want[i], quiet_nan(dtype)) << op_name(op) << " n=" << n << " i=" << i;
+              ASSERT_EQ(want[i], quiet_nan(dtype)) << redop_name(op) << " n=" << n << " i=" << i;
             } else {
               ASSERT_EQ(want[i], narrow(acc, dtype))
-                  << (dtype == DOMINO_BFLOAT16 ? "bf16 " : "f16 ") << op_name(op) << " n=" << n
+                  << (dtype == DOMINO_BFLOAT16 ? "bf16 " : "f16 ") << redop_name(op) << " n=" << n
                   << " i=" << i << " float32 " << acc << " (0x" << std::hex << float_to_bits(acc)
                   << ")";
             }
@@ -210,8 +196,8 @@ TEST(ReductionVariants, SixteenBitFloatsGiveTheSameBitsOnEveryVariant) {
             const auto got = run(variant, in, count, dtype, op);
             for (size_t i = 0; i < count; ++i) {
               ASSERT_EQ(got[i], want[i])
-                  << variant.name << (dtype == DOMINO_BFLOAT16 ? " bf16 " : " f16 ") << op_name(op)
-                  << " n=" << n << " count=" << count << " i=" << i;
+                  << variant.name << (dtype == DOMINO_BFLOAT16 ? " bf16 " : " f16 ")
+                  << redop_name(op) << " n=" << n << " count=" << count << " i=" << i;
             }
             ++checked;
           }
