@@ -3,10 +3,11 @@
 // more. Other dtypes and smaller messages take the AVX2 kernels, which give the same bits:
 // float32 streams from memory no faster in 512-bit code (bench/cpp/reduction_throughput), a
 // first build that used it for everything measured small and float32 all-reduces up to 25%
-// slower end to end, and a thread that touched 512-bit state saves more of it at every switch. bfloat16 is rounded with integer operations rather than AVX512_BF16's
-// VCVTNEPS2BF16, which flushes subnormal inputs and outputs to zero where the scalar kernel, and
-// torch, keep them; float16 is reduced in float32 rather than with AVX512_FP16's own arithmetic,
-// which would round at every step.
+// slower end to end, and a thread that touched 512-bit state saves more of it at every switch.
+// bfloat16 is rounded with integer operations rather than AVX512_BF16's VCVTNEPS2BF16, which
+// flushes subnormal inputs and outputs to zero where the scalar kernel, and torch, keep them;
+// float16 is reduced in float32 rather than with AVX512_FP16's own arithmetic, which would round
+// at every step.
 #include <immintrin.h>
 
 #include <array>

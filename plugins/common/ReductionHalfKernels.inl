@@ -70,11 +70,13 @@ inline typename V::F reduce_at(const uint16_t* const* in, int n, size_t i, bool 
   return average ? V::mul(acc, scale) : acc;
 }
 
+// average: the result multiplied by factor (1 / inputs for AVG, 1 / divisor for a division).
 template <class V, class Format, class Op, int N>
-void reduce_inputs(uint16_t* out, const uint16_t* const* in, int n, size_t count, bool average) {
+void reduce_inputs(uint16_t* out, const uint16_t* const* in, int n, size_t count, bool average,
+                   float factor) {
   constexpr size_t W = V::kWidth;
   const int inputs = N > 0 ? N : n;
-  const typename V::F scale = V::splat(1.0f / static_cast<float>(inputs));
+  const typename V::F scale = V::splat(factor);
   size_t i = 0;
   // Two vectors an iteration: their loads overlap. The output may be an input at the same index
   // only, and each position is read before it is written.
@@ -104,10 +106,13 @@ void reduce_inputs(uint16_t* out, const uint16_t* const* in, int n, size_t count
 template <class V, class Format, class Op, size_t... K>
 void reduce_by_count(uint16_t* out, const uint16_t* const* in, int n, size_t count, bool average,
                      std::index_sequence<K...>) {
-  using Fn = void (*)(uint16_t*, const uint16_t* const*, int, size_t, bool);
+  using Fn = void (*)(uint16_t*, const uint16_t* const*, int, size_t, bool, float);
   static constexpr Fn kFused[] = {&reduce_inputs<V, Format, Op, static_cast<int>(K) + 1>...};
-  if (static_cast<size_t>(n) <= sizeof...(K)) return kFused[n - 1](out, in, n, count, average);
-  reduce_inputs<V, Format, Op, 0>(out, in, n, count, average);
+  const float factor = 1.0f / static_cast<float>(n);
+  if (static_cast<size_t>(n) <= sizeof...(K)) {
+    return kFused[n - 1](out, in, n, count, average, factor);
+  }
+  reduce_inputs<V, Format, Op, 0>(out, in, n, count, average, factor);
 }
 
 template <class V, class Format>
@@ -145,20 +150,12 @@ bool reduce(void* out, const void* const* in, int n, size_t count, domino_dtype_
   return false;
 }
 
+// The scalar divide's arithmetic: one input, multiplied by 1 / divisor in float32, rounded once.
 template <class V, class Format>
 void divide_format(uint16_t* values, size_t count, int divisor) {
-  // The scalar divide's arithmetic: multiply by 1 / divisor in float32, round once.
-  constexpr size_t W = V::kWidth;
-  const typename V::F scale = V::splat(1.0f / static_cast<float>(divisor));
-  size_t i = 0;
-  for (; i + W <= count; i += W) {
-    Format::template store<V>(values + i, V::mul(Format::template load<V>(values + i), scale));
-  }
-  if (i == count) return;
-  alignas(64) uint16_t row[W] = {};
-  __builtin_memcpy(row, values + i, (count - i) * sizeof(uint16_t));
-  Format::template store<V>(row, V::mul(Format::template load<V>(row), scale));
-  __builtin_memcpy(values + i, row, (count - i) * sizeof(uint16_t));
+  const uint16_t* const rows[] = {values};
+  reduce_inputs<V, Format, Sum, 1>(values, rows, 1, count, true,
+                                   1.0f / static_cast<float>(divisor));
 }
 
 // True where the vector kernels took the call (16-bit floats).
