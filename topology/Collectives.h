@@ -2,7 +2,10 @@
 // Collective (plans, the report, the algorithm table's ops), the transports' call signatures
 // (UCX's message tags, shared memory's round descriptors) and the names in their messages.
 // Each entry: the enumerator, the name torch.distributed gives the op (the router, the table
-// and the report use it), and the plugin ABI's entry name (the transports' messages use it).
+// and the report use it), the plugin ABI's entry name (the transports' messages use it), and the
+// op's facts, stated here and nowhere else: whether it combines values (takes a reduction),
+// whether it has a root, and which buffer gives its message's size and dtype (recv: the output,
+// send: the input).
 // Adding a collective starts here, at the end: an entry's place is wire format (shared memory's
 // round descriptors and UCX's message signatures carry it), so entries are only ever appended.
 // Torch-free, header only.
@@ -11,27 +14,28 @@
 #include <cstdint>
 #include <string_view>
 
-#define DOMINO_COLLECTIVES(X)                           \
-  X(kAllReduce, "all_reduce", "allreduce")              \
-  X(kBroadcast, "broadcast", "broadcast")               \
-  X(kReduce, "reduce", "reduce")                        \
-  X(kAllGather, "all_gather", "allgather")              \
-  X(kReduceScatter, "reduce_scatter", "reduce_scatter") \
-  X(kGather, "gather", "gather")                        \
-  X(kScatter, "scatter", "scatter")                     \
-  X(kAllToAll, "all_to_all", "alltoall")                \
-  X(kBarrier, "barrier", "barrier")
+// X(enumerator, name, entry, reduces, rooted, sized_by)
+#define DOMINO_COLLECTIVES(X)                                               \
+  X(kAllReduce, "all_reduce", "allreduce", true, false, kRecv)              \
+  X(kBroadcast, "broadcast", "broadcast", false, true, kRecv)               \
+  X(kReduce, "reduce", "reduce", true, true, kSend)                         \
+  X(kAllGather, "all_gather", "allgather", false, false, kSend)             \
+  X(kReduceScatter, "reduce_scatter", "reduce_scatter", true, false, kRecv) \
+  X(kGather, "gather", "gather", false, true, kSend)                        \
+  X(kScatter, "scatter", "scatter", false, true, kRecv)                     \
+  X(kAllToAll, "all_to_all", "alltoall", false, false, kSend)               \
+  X(kBarrier, "barrier", "barrier", false, false, kSend)
 
 namespace domino::topology {
 
 enum class Collective : uint32_t {
-#define DOMINO_ENUMERATOR(e, name, entry) e,
+#define DOMINO_ENUMERATOR(e, name, entry, reduces, rooted, sized_by) e,
   DOMINO_COLLECTIVES(DOMINO_ENUMERATOR)
 #undef DOMINO_ENUMERATOR
 };
 
 inline constexpr Collective kCollectives[] = {
-#define DOMINO_VALUE(e, name, entry) Collective::e,
+#define DOMINO_VALUE(e, name, entry, reduces, rooted, sized_by) Collective::e,
     DOMINO_COLLECTIVES(DOMINO_VALUE)
 #undef DOMINO_VALUE
 };
@@ -46,7 +50,7 @@ static_assert(static_cast<uint32_t>(Collective::kAllReduce) == 0 &&
 // "all_reduce", as torch.distributed names it.
 constexpr const char* collective_name(Collective op) {
   constexpr const char* names[] = {
-#define DOMINO_NAME(e, name, entry) name,
+#define DOMINO_NAME(e, name, entry, reduces, rooted, sized_by) name,
       DOMINO_COLLECTIVES(DOMINO_NAME)
 #undef DOMINO_NAME
   };
@@ -57,7 +61,7 @@ constexpr const char* collective_name(Collective op) {
 // "allreduce", as the plugin ABI's entry is named.
 constexpr const char* entry_name(Collective op) {
   constexpr const char* names[] = {
-#define DOMINO_ENTRY(e, name, entry) entry,
+#define DOMINO_ENTRY(e, name, entry, reduces, rooted, sized_by) entry,
       DOMINO_COLLECTIVES(DOMINO_ENTRY)
 #undef DOMINO_ENTRY
   };
@@ -65,14 +69,36 @@ constexpr const char* entry_name(Collective op) {
   return i < kCollectiveCount ? names[i] : "?";
 }
 
-// Whether op combines values (takes a reduction) and whether it has a root.
+// Which of a call's buffers gives its message's size and dtype.
+enum class SizedBy : uint8_t { kSend, kRecv };
+
+// The op's facts, from its entry in DOMINO_COLLECTIVES.
+struct CollectiveFacts {
+  bool reduces;      // combines values: takes a reduction
+  bool rooted;       // has a root
+  SizedBy sized_by;  // the buffer that gives its message's size and dtype
+};
+
+constexpr CollectiveFacts facts(Collective op) {
+  constexpr CollectiveFacts all[] = {
+#define DOMINO_FACTS(e, name, entry, reduces, rooted, sized_by) \
+  {reduces, rooted, SizedBy::sized_by},
+      DOMINO_COLLECTIVES(DOMINO_FACTS)
+#undef DOMINO_FACTS
+  };
+  const auto i = static_cast<size_t>(op);
+  return i < kCollectiveCount ? all[i] : CollectiveFacts{false, false, SizedBy::kSend};
+}
+
 constexpr bool reduces(Collective op) {
-  return op == Collective::kAllReduce || op == Collective::kReduce ||
-         op == Collective::kReduceScatter;
+  return facts(op).reduces;
 }
 constexpr bool rooted(Collective op) {
-  return op == Collective::kReduce || op == Collective::kBroadcast || op == Collective::kGather ||
-         op == Collective::kScatter;
+  return facts(op).rooted;
+}
+// Whether the output (recv) gives the message's size and dtype; else the input (send).
+constexpr bool sized_by_output(Collective op) {
+  return facts(op).sized_by == SizedBy::kRecv;
 }
 
 }  // namespace domino::topology

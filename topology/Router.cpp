@@ -245,8 +245,7 @@ Plan Router::priced(PlanKind kind, Collective op, size_t bytes) const {
   const double unit = n / units(plan.data_blocks) / chunks;
   auto message = [&](const Step& step) {
     if (plan.flat()) return n;
-    const bool by_output = step.op == Collective::kReduceScatter || step.op == Collective::kScatter;
-    return unit * units(by_output ? step.out.blocks : step.in.blocks);
+    return unit * units(sized_by_output(step.op) ? step.out.blocks : step.in.blocks);
   };
   // The steps before the rail's, the rail's, and those after: a pipeline's three stages.
   double before = 0, rail = 0, after = 0;

@@ -187,14 +187,12 @@ void RoutedComm::run_flat(const topology::Plan& plan, const Call& call) {
 void RoutedComm::run_steps(const topology::Plan& plan, const Call& call) {
   const topology::GroupLayout& layout = router_.layout();
   const Place me(layout, rank_);
-  const domino_dtype_t dtype =
-      call.op == Collective::kReduceScatter ? call.recv.dtype : call.send.dtype;
+  const bool by_output = topology::sized_by_output(call.op);
+  const domino_dtype_t dtype = by_output ? call.recv.dtype : call.send.dtype;
   // A scatter's input, like a gather's output, is the root's alone.
   const int device = call.op == Collective::kScatter ? call.recv.device : call.send.device;
   const size_t element = dtype_size(dtype);
   // The plan's unit: a piece of the message (all-reduce), one rank's block, or the message.
-  const bool by_output = call.op == Collective::kReduceScatter || call.op == Collective::kScatter ||
-                         call.op == Collective::kAllReduce || call.op == Collective::kBroadcast;
   const size_t count = by_output ? call.recv.count : call.send.count;
   const size_t pieces = me.blocks(plan.data_blocks);
   const size_t unit = (count + pieces - 1) / pieces;

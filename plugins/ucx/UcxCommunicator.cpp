@@ -333,11 +333,9 @@ void UcxCommunicator::collective(const domino_call_t& call, const char* algorith
     if (size_ == 1) return;  // AVG over one rank is the value itself
   }
   // What every rank must agree on travels in each message's tag.
-  const bool by_output = op == Collective::kAllReduce || op == Collective::kReduceScatter ||
-                         op == Collective::kScatter || op == Collective::kBroadcast;
-  const domino_dtype_t dtype = op == Collective::kBarrier ? DOMINO_UINT8
-                               : by_output                ? call.recv->dtype
-                                                          : call.send->dtype;
+  const domino_dtype_t dtype = op == Collective::kBarrier      ? DOMINO_UINT8
+                               : topology::sized_by_output(op) ? call.recv->dtype
+                                                               : call.send->dtype;
   const int redop = topology::reduces(op) ? static_cast<int>(call.redop) : 0;
   const int root = topology::rooted(op) ? call.root : 0;
   const std::string chosen(algorithms::resolve_algorithm(op, handed_down, algorithm_, bytes, size_,
