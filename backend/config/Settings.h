@@ -22,8 +22,8 @@ struct Settings {
   std::string host_id;          // empty: detect
   std::string plan = "auto";    // DOMINO_ALGO: flat, hierarchical or leader forces the plan
   std::string inter_algorithm;  // DOMINO_ALGO: ring, recursive_doubling or rabenseifner
-  // DOMINO_ALGO: the in-host all-reduce, "direct" or "rsag" (shared memory's own) or, as
-  // intra:<name>, one over the intra-host transport's links; empty: automatic.
+  // DOMINO_ALGO: the in-host all-reduce, "direct", "rsag" or "single_copy" (shared memory's
+  // own) or, as intra:<name>, one over the intra-host transport's links; empty: automatic.
   std::string intra_algorithm;
   std::optional<topology::TransportCost> cost_intra;  // DOMINO_COST_INTRA
   std::optional<topology::TransportCost> cost_inter;  // DOMINO_COST_INTER
