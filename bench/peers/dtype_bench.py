@@ -2,12 +2,15 @@
 would pick instead, in the same processes, alternating call batches.
 
     python bench/peers/dtype_bench.py                      # world 2 and 4, 8 B .. 64 MiB
-    python bench/peers/dtype_bench.py --worlds 2 --max-bytes 1M --backends domino deepspeed
+    python bench/peers/dtype_bench.py --worlds 2 --max-bytes 1M --backends domino deepspeed fake
 
 Peers (bench only: `bash bench/peers/setup.sh` installs them outside the project's environment):
 
 - deepspeed: DeepSpeed's CPU shared-memory op (`deepspeed.comm.inference_all_reduce`, the op
   DeepSpeed's and vLLM's CPU tensor parallelism call), built by DeepSpeed itself on first use;
+- fake: torch's no-op `fake` backend (`torch.testing._internal.distributed.fake_pg`), whose
+  all-reduce returns at once: the cost of c10d's dispatch from Python alone, the floor any
+  backend pays;
 - gloo (not by default): torch's Gloo, over a group of its own, sharing the cores with domino's
   progress threads here; `python -m torch_domino.bench` times it in processes of its own;
 - mpi, oneccl: not in this harness (MPI's bench is float32 only, `python -m torch_domino.bench`;
@@ -55,8 +58,14 @@ def worker(args: argparse.Namespace) -> None:
     dist.init_process_group("domino", init_method=args.init, rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=300))
     gloo = dist.new_group(backend="gloo")
-    calls = {"domino": lambda x: dist.all_reduce(x),
+    # Every backend is called the same way, with its group named, as the fake one must be.
+    world_group = dist.group.WORLD
+    calls = {"domino": lambda x: dist.all_reduce(x, group=world_group),
              "gloo": lambda x: dist.all_reduce(x, group=gloo)}
+    if "fake" in args.backends:
+        from torch.testing._internal.distributed import fake_pg  # noqa: F401  registers "fake"
+        fake = dist.new_group(backend="fake")
+        calls["fake"] = lambda x: dist.all_reduce(x, group=fake)
     if "deepspeed" in args.backends:
         os.environ.setdefault("DS_ACCELERATOR", "cpu")
         os.environ["LOCAL_SIZE"] = str(world)  # DeepSpeed's op reads it (and faults without it)
@@ -198,8 +207,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--worlds", type=int, nargs="+", default=[2, 4])
-    parser.add_argument("--backends", nargs="+", default=["domino", "deepspeed"],
-                        choices=["domino", "deepspeed", "gloo"],
+    parser.add_argument("--backends", nargs="+", default=["domino", "deepspeed", "fake"],
+                        choices=["domino", "deepspeed", "fake", "gloo"],
                         help="gloo here runs beside domino's progress threads, which share the "
                              "cores: python -m torch_domino.bench times it alone")
     parser.add_argument("--dtypes", nargs="+", default=list(DTYPES), choices=DTYPES)
