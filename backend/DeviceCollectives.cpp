@@ -168,8 +168,8 @@ DeviceCollectives::Issue DeviceCollectives::issue(Work& work, c10::Device device
   return Issue{device, std::move(ready), stream_lane, host_only, route, peer};
 }
 
-void DeviceCollectives::run(Work& work, const std::function<void(Work&, RoutedComm&)>& body,
-                            int lane, const Issue& issue) {
+void DeviceCollectives::run(Work& work, c10::function_ref<void(Work&, RoutedComm&)> body, int lane,
+                            const Issue& issue) {
   TORCH_CHECK(device_health_->ok(), device_health_->failure());
   const c10::Device device = issue.device;
   const c10::Stream stream = comm_stream(issue.stream_lane, device);

@@ -11,6 +11,7 @@
 #include <c10/core/Device.h>
 #include <c10/core/Event.h>
 #include <c10/core/Stream.h>
+#include <c10/util/FunctionRef.h>
 
 #include <atomic>
 #include <chrono>
@@ -103,7 +104,7 @@ class DeviceCollectives {
   Issue issue(Work& work, c10::Device device, Route route, int lane, int peer, bool host_only);
   // The body of a CUDA op, on its lane: on the comm stream, over NCCL or staged, then an end
   // event for the work and the watchdog; completes the work.
-  void run(Work& work, const std::function<void(Work&, RoutedComm&)>& body, int lane,
+  void run(Work& work, c10::function_ref<void(Work&, RoutedComm&)> body, int lane,
            const Issue& issue);
   // The two-rank NCCL communicator for sends to peer (sending) or receives from it; each
   // direction has its own. *hold keeps it to the calling thread until released.

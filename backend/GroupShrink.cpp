@@ -26,7 +26,7 @@ std::string rank_list(const std::vector<int64_t>& ranks) {
 }  // namespace
 
 std::string ProcessGroupDomino::aborted_message(const char* op) const {
-  return where(op) +
+  return where(op).str() +
          ": the group was ended (ProcessGroup abort(), or shrink_group, which ends the group it "
          "shrinks); use the shrunk group, or destroy this one and create a new one";
 }
@@ -57,7 +57,7 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupDomino::shrink(
     const c10::intrusive_ptr<c10d::Backend::Options>& opts_override) {
   std::vector<int64_t> leaving = ranks_to_exclude;
   std::sort(leaving.begin(), leaving.end());
-  std::string what = where("shrink") + " without group ranks " + rank_list(leaving);
+  std::string what = where("shrink").str() + " without group ranks " + rank_list(leaving);
   std::vector<bool> excluded(static_cast<size_t>(size_), false);
   for (size_t i = 0; i < leaving.size(); ++i) {
     const int64_t r = leaving[i];

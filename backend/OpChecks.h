@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "OpSite.h"
 #include "TensorBuffer.h"
 #include "domino/plugin.h"
 #include "plugins/common/Dtype.h"
@@ -32,13 +33,13 @@ bool is_blocking(const Options& opts) {
 }
 
 inline void require_one(const char* op, const std::vector<at::Tensor>& tensors,
-                        const std::string& where) {
+                        const OpSite& where) {
   TORCH_CHECK(tensors.size() == 1, where, ": expected exactly one tensor, got ", tensors.size(),
               " (", op, " takes one tensor per process)");
 }
 
 inline void require_same(const at::Tensor& reference, const std::vector<at::Tensor>& tensors,
-                         int64_t numel, const std::string& where, const char* what) {
+                         int64_t numel, const OpSite& where, const char* what) {
   for (size_t i = 0; i < tensors.size(); ++i) {
     TORCH_CHECK(tensors[i].scalar_type() == reference.scalar_type(), where, ": ", what, "[", i,
                 "] has dtype ", tensors[i].scalar_type(), " but the input has ",
@@ -99,7 +100,7 @@ void reduce_premultiplied(const Reduction& reduction, const std::vector<at::Tens
 }
 
 inline Reduction checked_reduction(const c10d::ReduceOp& op, const at::Tensor& t,
-                                   const std::string& where) {
+                                   const OpSite& where) {
   Reduction r;
   switch (op.op_) {
     case c10d::ReduceOp::SUM:
@@ -157,7 +158,7 @@ inline Reduction checked_reduction(const c10d::ReduceOp& op, const at::Tensor& t
 
 // The CUDA device all of an op's tensors are on; nullopt when they are all in host memory.
 inline std::optional<c10::Device> device_of(
-    const std::string& where, std::initializer_list<const std::vector<at::Tensor>*> lists) {
+    const OpSite& where, std::initializer_list<const std::vector<at::Tensor>*> lists) {
   const at::Tensor* first = nullptr;
   for (const auto* list : lists) {
     for (const at::Tensor& t : *list) {

@@ -17,6 +17,7 @@
 #include "IncarnationScope.h"
 #include "MonitoredBarrier.h"
 #include "OpChecks.h"
+#include "OpIssue.h"
 #include "PriorityGuard.h"
 #include "SparseAllreduce.h"
 #include "StoreBootstrap.h"
@@ -60,14 +61,6 @@ std::string job_message(const std::exception& e, std::chrono::milliseconds timeo
   }
   return std::string("domino: ") + e.what() + which;
 }
-// What a profiler on the caller's thread needs to see an op on the lane: its RecordFunction
-// callbacks and its debug info (where the profiler keeps its state); nothing else of the
-// caller's thread-local state reaches the lane.
-struct ProfilerContext {
-  at::RecordFunctionTLS callbacks;
-  std::shared_ptr<c10::ThreadLocalDebugInfo> debug_info;
-};
-
 class ProfilerContextGuard {
  public:
   explicit ProfilerContextGuard(const ProfilerContext& context)
@@ -300,13 +293,11 @@ RoutedComm& ProcessGroupDomino::communicator(int lane) {
 }
 
 std::string ProcessGroupDomino::label() const {
-  return "group '" +
-         (options_->group_name.empty() ? std::string("default") : options_->group_name) +
-         "' (rank " + std::to_string(rank_) + " of " + std::to_string(size_) + ")";
+  return where("").group_label();
 }
 
-std::string ProcessGroupDomino::where(const char* op) const {
-  return std::string("domino ") + op + " on " + label();
+OpSite ProcessGroupDomino::where(const char* op) const {
+  return {op, &options_->group_name, rank_, size_};
 }
 
 size_t ProcessGroupDomino::flight_group() {
@@ -338,15 +329,9 @@ std::vector<CommStream> ProcessGroupDomino::comm_streams() const {
   return device_->comm_streams();
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
-    OpSpec spec, std::function<void(Work&, RoutedComm&)> body) {
+ProcessGroupDomino::IssuedOp ProcessGroupDomino::issue(OpSpec& spec) {
   const char* op = spec.op;
-  OpTensors tensors = std::move(spec.tensors);
-  const std::optional<c10::Device> device = spec.device;
-  const bool blocking = spec.blocking, host_only = spec.host_only;
   const Route route = spec.route;
-  const int peer = spec.peer;
-  const c10d::OpType type = spec.type;
   const int lane_index = route == Route::kCollective
                              ? static_cast<int>(current_priority().value_or(default_priority_))
                              : static_cast<int>(Priority::kNormal);
@@ -357,6 +342,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
   const uint64_t op_id = ++sequence_;
   const uint64_t collective_seq = counted ? ++collective_seq_ : collective_seq_.load();
   const uint64_t p2p_seq = counted ? p2p_seq_.load() : ++p2p_seq_;
+  OpTensors& tensors = spec.tensors;
+  const std::vector<at::Tensor>& inputs = tensors.inputs();
   FlightRecorder& recorder = FlightRecorder::get();
   uint64_t recorded = 0;
   if (recorder.enabled()) {
@@ -368,68 +355,97 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(
                                 .name = recorded_as.name,
                                 .shapes = recorded_as.shapes,
                                 .self = rank_,
-                                .peer = peer,
+                                .peer = spec.peer,
                                 .p2p = !counted,
                                 .timeout = timeout()},
-                               tensors.inputs, tensors.outputs);
+                               inputs, tensors.outputs);
   }
-  auto work = c10::make_intrusive<Work>(rank_, type, std::move(tensors.outputs));
-  std::optional<DeviceCollectives::Issue> on_device;
-  if (device) on_device = device_->issue(*work, *device, route, lane_index, peer, host_only);
   // A profiler running on the caller's thread sees the op where it really runs, on the lane.
   std::optional<ProfilerContext> profiler;
-  const bool profiling = at::hasCallbacks();
-  if (profiling) {
+  std::vector<at::Tensor> profiled_inputs;
+  if (at::hasCallbacks()) {
     profiler =
         ProfilerContext{at::get_record_function_tls_(), c10::ThreadLocalDebugInfo::current()};
+    profiled_inputs = inputs;
   }
-  auto job = [this, work, body = std::move(body), lane_index, counted, group_timeout = timeout(),
-              on_device = std::move(on_device), profiler = std::move(profiler), op, recorded,
-              number = counted ? collective_seq : p2p_seq,
-              inputs = profiling ? std::move(tensors.inputs) : std::vector<at::Tensor>{}] {
-    std::optional<ProfilerContextGuard> profiled;
-    if (profiler) profiled.emplace(*profiler);
-    // The lane writes raw results into the caller's tensors, as a transport would: autograd
-    // (a leaf that requires grad, an inference tensor) has no say in it.
-    at::AutoDispatchBelowADInplaceOrView raw;
-    std::optional<at::RecordFunction> record;
-    if (profiled) record_op(record, op, inputs);
-    FlightRecorder& recorder = FlightRecorder::get();
-    recorder.started(recorded);
-    std::optional<std::string> failure;
-    try {
-      // Queued before an abort, run after it: fails at once instead of making communicators.
-      if (aborted_.load()) throw std::runtime_error(aborted_message(op));
-      if (on_device) {
-        device_->run(*work, body, lane_index, *on_device);  // completes it on its comm stream
-        recorder.completed(recorded);
-      } else {
-        body(*work, communicator(lane_index));
-        // Before the waiter is released: a dump taken right after wait() sees it completed.
-        recorder.completed(recorded);
-        work->complete();
-      }
-    } catch (const std::exception& e) {
-      // The op's place in its group's sequence, as the Flight Recorder numbers it.
-      const std::string which =
-          counted ? " [collective #" + std::to_string(number) + " of " + label() +
-                        ", the Flight Recorder's collective_seq_id]"
-                  : " [point-to-point op #" + std::to_string(number) + " of " + label() + "]";
-      const std::string message = job_message(e, group_timeout, which);
-      recorder.retired(recorded);
-      work->fail(as_backend_error(message));
-      failure = message;
-    }
-    if (counted) lanes_.finished(lane_index);
-    // After the error reached the waiter: a dump takes store and file I/O.
-    if (failure) recorder.on_failure(store_, global_ranks_[static_cast<size_t>(rank_)], *failure);
-  };
+  auto work = c10::make_intrusive<Work>(rank_, spec.type, std::move(tensors.outputs));
+  std::optional<DeviceCollectives::Issue> on_device;
+  if (spec.device) {
+    on_device = device_->issue(*work, *spec.device, route, lane_index, spec.peer, spec.host_only);
+  }
   if (counted) lanes_.queued(lane_index);
-  const uint64_t ticket = lane->submit(std::move(job), /*wake=*/!blocking);
+  return {.op = op,
+          .work = std::move(work),
+          .lane = lane,
+          .lane_index = lane_index,
+          .counted = counted,
+          .blocking = spec.blocking,
+          .number = counted ? collective_seq : p2p_seq,
+          .recorded = recorded,
+          .timeout = timeout(),
+          .on_device = std::move(on_device),
+          .profiler = std::move(profiler),
+          .inputs = std::move(profiled_inputs)};
+}
+
+void ProcessGroupDomino::run_issued(IssuedOp& issued,
+                                    c10::function_ref<void(Work&, RoutedComm&)> body) {
+  Work& work = *issued.work;
+  const char* op = issued.op;
+  std::optional<ProfilerContextGuard> profiled;
+  if (issued.profiler) profiled.emplace(*issued.profiler);
+  // The lane writes raw results into the caller's tensors, as a transport would: autograd
+  // (a leaf that requires grad, an inference tensor) has no say in it.
+  at::AutoDispatchBelowADInplaceOrView raw;
+  std::optional<at::RecordFunction> record;
+  if (profiled) record_op(record, op, issued.inputs);
+  FlightRecorder& recorder = FlightRecorder::get();
+  recorder.started(issued.recorded);
+  std::optional<std::string> failure;
+  try {
+    // Queued before an abort, run after it: fails at once instead of making communicators.
+    if (aborted_.load()) throw std::runtime_error(aborted_message(op));
+    if (issued.on_device) {
+      device_->run(work, body, issued.lane_index, *issued.on_device);  // completes on its stream
+      recorder.completed(issued.recorded);
+    } else {
+      body(work, communicator(issued.lane_index));
+      // Before the waiter is released: a dump taken right after wait() sees it completed.
+      recorder.completed(issued.recorded);
+      if (issued.at_issue) {
+        work.complete_at_issue();
+      } else {
+        work.complete();
+      }
+    }
+  } catch (const std::exception& e) {
+    // The op's place in its group's sequence, as the Flight Recorder numbers it.
+    const std::string number = std::to_string(issued.number);
+    const std::string which = issued.counted
+                                  ? " [collective #" + number + " of " + label() +
+                                        ", the Flight Recorder's collective_seq_id]"
+                                  : " [point-to-point op #" + number + " of " + label() + "]";
+    const std::string message = job_message(e, issued.timeout, which);
+    recorder.retired(issued.recorded);
+    work.fail(as_backend_error(message));
+    failure = message;
+  }
+  if (issued.counted) lanes_.finished(issued.lane_index);
+  // After the error reached the waiter: a dump takes store and file I/O.
+  if (failure) recorder.on_failure(store_, global_ranks_[static_cast<size_t>(rank_)], *failure);
+}
+
+void ProcessGroupDomino::submit_issued(IssuedOp issued,
+                                       std::function<void(Work&, RoutedComm&)> body) {
+  ProgressLane* lane = issued.lane;
+  const bool blocking = issued.blocking;
+  Work* work = issued.work.get();
+  const uint64_t ticket =
+      lane->submit([this, issued = std::move(issued),
+                    body = std::move(body)]() mutable { run_issued(issued, body); },
+                   /*wake=*/!blocking);
   // The lane drains before it is destroyed, so a work still waiting always finds it alive.
   work->set_run_now([lane, ticket] { return lane->run_now(ticket); }, [lane] { lane->wake(); });
-  HandleScope::record(work);
-  return work;
 }
 
 void ProcessGroupDomino::setTimeout(std::chrono::milliseconds timeout) {

@@ -6,6 +6,7 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include <c10/core/Device.h>
+#include <c10/util/FunctionRef.h>
 #include <torch/version.h>
 
 #include <array>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "CommStream.h"
+#include "OpSite.h"
 #include "Work.h"
 #include "config/Settings.h"
 #include "domino/plugin.h"
@@ -225,17 +227,22 @@ class ProcessGroupDomino : public c10d::Backend {
   // Gathers every rank's input into the root's flat output (gather_single).
   c10::intrusive_ptr<c10d::Work> gather_flat(at::Tensor& output, at::Tensor& input,
                                              const c10d::GatherOptions& opts);
-  std::string where(const char* op) const;
+  // The op on this group, for a message (formatted only when one is made).
+  OpSite where(const char* op) const;
   std::string aborted_message(const char* op) const;
   // An op's tensors: what its Work holds and returns (outputs) and what its profiler event
   // shows (inputs, as Gloo's events do; the outputs when they are the inputs).
   struct OpTensors {
-    OpTensors(std::vector<at::Tensor> both) : outputs(both), inputs(std::move(both)) {}
+    OpTensors(std::vector<at::Tensor> both) : outputs(std::move(both)), same_(true) {}
     OpTensors(std::initializer_list<at::Tensor> both) : OpTensors(std::vector<at::Tensor>(both)) {}
     OpTensors(std::vector<at::Tensor> out, std::vector<at::Tensor> in)
-        : outputs(std::move(out)), inputs(std::move(in)) {}
+        : outputs(std::move(out)), inputs_(std::move(in)) {}
+    const std::vector<at::Tensor>& inputs() const { return same_ ? outputs : inputs_; }
     std::vector<at::Tensor> outputs;
-    std::vector<at::Tensor> inputs;
+
+   private:
+    std::vector<at::Tensor> inputs_;
+    bool same_ = false;  // inputs are the outputs: one list, not two copies
   };
   // An op as enqueue takes it, each field named at the call (designated initializers).
   struct OpSpec {
@@ -246,16 +253,26 @@ class ProcessGroupDomino : public c10d::Backend {
     // stream, runs on its lane's comm stream, and is staged through host memory when the
     // group's device path says so or host_only (an op NCCL cannot do).
     std::optional<c10::Device> device = std::nullopt;
-    // async_op=False: the caller waits at once, so an idle lane is not woken (the wait runs
-    // the job itself).
+    // async_op=False: the caller waits at once, so the op runs on the caller's thread, at issue
+    // when its lane is idle, else in wait() once its turn comes.
     bool blocking = false;
     bool host_only = false;
     Route route = Route::kCollective;
     int peer = -1;  // sends and receives: the other rank
   };
-  // Issues body on the lane the calling thread's priority selects (or the send or receive lane).
-  // The returned Work holds the outputs alive until it completes.
-  c10::intrusive_ptr<c10d::Work> enqueue(OpSpec spec, std::function<void(Work&, RoutedComm&)> body);
+  // An op once issued: its lane, its numbers, its Work (OpIssue.h).
+  struct IssuedOp;
+  // Issues body (a callable (Work&, RoutedComm&)) on the lane the calling thread's priority
+  // selects (or the send or receive lane). The returned Work holds the outputs alive until it
+  // completes. Defined in OpIssue.h, which the files issuing ops include.
+  template <class Body>
+  c10::intrusive_ptr<c10d::Work> enqueue(OpSpec spec, Body body);
+  // Everything of an op that happens at issue, on the caller's thread.
+  IssuedOp issue(OpSpec& spec);
+  // The op's job, wherever it runs: its body, then its Work completed or failed.
+  void run_issued(IssuedOp& issued, c10::function_ref<void(Work&, RoutedComm&)> body);
+  // Queues the op's job on its lane; its Work's wait() may still run it on the caller.
+  void submit_issued(IssuedOp issued, std::function<void(Work&, RoutedComm&)> body);
   // The lane's communicators, created on its first collective (in that lane's thread: every rank
   // reaches it in the same lane order, which is the contract).
   RoutedComm& communicator(int lane);
@@ -276,8 +293,9 @@ class ProcessGroupDomino : public c10d::Backend {
   void bind();
   // Every rank publishes its host identity and reads everyone's.
   topology::GroupLayout exchange_layout();
-  // Whether plugin takes the router's all-reduce names per call (allreduce_with, or links and
-  // no all-reduce of its own); else the router hands it none.
+  // Whether plugin takes the router's algorithm names per call (collective_with for any op,
+  // allreduce_with for all-reduces, or links and no all-reduce of its own); else the router
+  // hands it none.
   static bool runs_algorithm_table(const domino_plugin_t* plugin);
   // Rank 0's value under key: rank 0 publishes mine, the others wait for it.
   std::string rank0s(const std::string& key, const std::string& mine);

@@ -3,6 +3,7 @@
 #include <torch/version.h>
 
 #include "OpChecks.h"
+#include "OpIssue.h"
 #include "ProcessGroupDomino.h"
 #include "TensorBuffer.h"
 #include "Work.h"
@@ -27,7 +28,7 @@ constexpr auto kReduceScatterTensorCoalesced = c10d::OpType::COALESCED;
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce_coalesced(
     std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) {
-  const std::string at = where("allreduce_coalesced");
+  const OpSite at = where("allreduce_coalesced");
   TORCH_CHECK(!tensors.empty(), at, ": no tensors given");
   require_same(tensors[0], tensors, -1, at, "tensors");
   const Reduction reduction = checked_reduction(opts.reduceOp, tensors[0], at);
@@ -55,7 +56,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce_coalesced(
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather_coalesced(
     std::vector<std::vector<at::Tensor>>& outputTensorLists, std::vector<at::Tensor>& inputs,
     const c10d::AllgatherOptions& opts) {
-  const std::string at = where("allgather_coalesced");
+  const OpSite at = where("allgather_coalesced");
   TORCH_CHECK(!inputs.empty(), at, ": no input tensors given");
   require_same(inputs[0], inputs, -1, at, "input");
   TORCH_CHECK(outputTensorLists.size() == static_cast<size_t>(size_), at, ": expected ", size_,
@@ -92,7 +93,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather_coalesced(
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather_into_tensor_coalesced(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
     const c10d::AllgatherOptions& opts) {
-  const std::string at = where("allgather_into_tensor_coalesced");
+  const OpSite at = where("allgather_into_tensor_coalesced");
   TORCH_CHECK(outputs.size() == inputs.size(), at, ": ", outputs.size(), " outputs for ",
               inputs.size(), " inputs");
   std::vector<std::pair<std::shared_ptr<StagedTensor>, std::shared_ptr<StagedTensor>>> pairs;
@@ -121,7 +122,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather_into_tensor_coalesc
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter_tensor_coalesced(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
     const c10d::ReduceScatterOptions& opts) {
-  const std::string at = where("reduce_scatter_tensor_coalesced");
+  const OpSite at = where("reduce_scatter_tensor_coalesced");
   TORCH_CHECK(outputs.size() == inputs.size(), at, ": ", outputs.size(), " outputs for ",
               inputs.size(), " inputs");
   TORCH_CHECK(!inputs.empty(), at, ": no tensors given");
@@ -155,7 +156,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter_tensor_coalesc
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::gather_flat(at::Tensor& output,
                                                                at::Tensor& input,
                                                                const c10d::GatherOptions& opts) {
-  const std::string at = where("gather_single");
+  const OpSite at = where("gather_single");
   const int root = static_cast<int>(opts.rootRank);
   TORCH_CHECK(root >= 0 && root < size_, at, ": root ", root, " is not a rank of this group");
   const bool is_root = rank_ == root;

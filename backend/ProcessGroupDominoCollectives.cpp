@@ -4,6 +4,7 @@
 #include "DeviceCollectives.h"
 #include "MonitoredBarrier.h"
 #include "OpChecks.h"
+#include "OpIssue.h"
 #include "ProcessGroupDomino.h"
 #include "SparseAllreduce.h"
 #include "TensorBuffer.h"
@@ -14,7 +15,7 @@ namespace domino {
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce(std::vector<at::Tensor>& tensors,
                                                              const c10d::AllreduceOptions& opts) {
-  const std::string at = where("allreduce");
+  const OpSite at = where("allreduce");
   require_one("allreduce", tensors, at);
   if (tensors[0].is_sparse()) return allreduce_sparse(tensors, opts);
   const Reduction reduction = checked_reduction(opts.reduceOp, tensors[0], at);
@@ -34,26 +35,26 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce(std::vector<at::Ten
                          [&](domino_buffer_t& b) { comm.allreduce(b, b, reduction.op); });
                    });
   }
-  auto staged = std::make_shared<StagedTensor>(tensors[0]);
+  StagedTensor staged(tensors[0]);
   return enqueue({.op = "all_reduce",
                   .type = c10d::OpType::ALLREDUCE,
                   .tensors = tensors,
                   .device = device,
                   .blocking = is_blocking(opts),
                   .host_only = needs_host(op, tensors[0])},
-                 [staged, op](Work&, RoutedComm& comm) {
-                   domino_buffer_t buffer = staged->buffer();
+                 [staged, op](Work&, RoutedComm& comm) mutable {
+                   domino_buffer_t buffer = staged.buffer();
                    comm.allreduce(buffer, buffer, op);
-                   staged->publish();
+                   staged.publish();
                  });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::broadcast(std::vector<at::Tensor>& tensors,
                                                              const c10d::BroadcastOptions& opts) {
-  const std::string at = where("broadcast");
+  const OpSite at = where("broadcast");
   require_one("broadcast", tensors, at);
   const bool root = opts.rootRank == rank_;
-  auto staged = std::make_shared<StagedTensor>(tensors[0], /*copy_in=*/root);
+  StagedTensor staged(tensors[0], /*copy_in=*/root);
   const int root_rank = static_cast<int>(opts.rootRank);
   const auto device = device_of(at, {&tensors});
   return enqueue({.op = "broadcast",
@@ -61,16 +62,16 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::broadcast(std::vector<at::Ten
                   .tensors = tensors,
                   .device = device,
                   .blocking = is_blocking(opts)},
-                 [staged, root_rank](Work&, RoutedComm& comm) {
-                   domino_buffer_t buffer = staged->buffer();
+                 [staged, root_rank](Work&, RoutedComm& comm) mutable {
+                   domino_buffer_t buffer = staged.buffer();
                    comm.broadcast(buffer, root_rank);
-                   staged->publish();
+                   staged.publish();
                  });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce(std::vector<at::Tensor>& tensors,
                                                           const c10d::ReduceOptions& opts) {
-  const std::string at = where("reduce");
+  const OpSite at = where("reduce");
   require_one("reduce", tensors, at);
   const Reduction reduction = checked_reduction(opts.reduceOp, tensors[0], at);
   const int root = static_cast<int>(opts.rootRank);
@@ -90,7 +91,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce(std::vector<at::Tensor
                          [&](domino_buffer_t& b) { comm.reduce(b, b, reduction.op, root); });
                    });
   }
-  auto staged = std::make_shared<StagedTensor>(tensors[0]);
+  StagedTensor staged(tensors[0]);
   const domino_redop_t op = reduction.op;
   return enqueue({.op = "reduce",
                   .type = c10d::OpType::REDUCE,
@@ -98,17 +99,17 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce(std::vector<at::Tensor
                   .device = device,
                   .blocking = is_blocking(opts),
                   .host_only = needs_host(op, tensors[0])},
-                 [staged, op, root, is_root](Work&, RoutedComm& comm) {
-                   domino_buffer_t buffer = staged->buffer();
+                 [staged, op, root, is_root](Work&, RoutedComm& comm) mutable {
+                   domino_buffer_t buffer = staged.buffer();
                    comm.reduce(buffer, buffer, op, root);
-                   if (is_root) staged->publish();
+                   if (is_root) staged.publish();
                  });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather(
     std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
     const c10d::AllgatherOptions& opts) {
-  const std::string at = where("allgather");
+  const OpSite at = where("allgather");
   require_one("allgather", inputs, at);
   TORCH_CHECK(outputs.size() == 1 && outputs[0].size() == static_cast<size_t>(size_), at,
               ": expected one list of ", size_, " output tensors");
@@ -130,7 +131,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather(
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::_allgather_base(
     at::Tensor& output, at::Tensor& input, const c10d::AllgatherOptions& opts) {
-  const std::string at = where("all_gather_into_tensor");
+  const OpSite at = where("all_gather_into_tensor");
   TORCH_CHECK(output.numel() == input.numel() * size_, at, ": output has ", output.numel(),
               " elements, expected input (", input.numel(), ") x ", size_, " ranks");
   TORCH_CHECK(output.scalar_type() == input.scalar_type(), at, ": output dtype ",
@@ -154,7 +155,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::_allgather_base(
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::gather(
     std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
     const c10d::GatherOptions& opts) {
-  const std::string at = where("gather");
+  const OpSite at = where("gather");
   require_one("gather", inputs, at);
   const int root = static_cast<int>(opts.rootRank);
   TORCH_CHECK(root >= 0 && root < size_, at, ": root ", root, " is not a rank of this group");
@@ -187,7 +188,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::gather(
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::scatter(
     std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
     const c10d::ScatterOptions& opts) {
-  const std::string at = where("scatter");
+  const OpSite at = where("scatter");
   require_one("scatter", outputs, at);
   const int root = static_cast<int>(opts.rootRank);
   TORCH_CHECK(root >= 0 && root < size_, at, ": root ", root, " is not a rank of this group");
@@ -221,7 +222,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::scatter(
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter(
     std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
     const c10d::ReduceScatterOptions& opts) {
-  const std::string at = where("reduce_scatter");
+  const OpSite at = where("reduce_scatter");
   require_one("reduce_scatter", outputs, at);
   TORCH_CHECK(inputs.size() == 1 && inputs[0].size() == static_cast<size_t>(size_), at,
               ": expected one list of ", size_, " input tensors");
@@ -252,7 +253,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter(
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::_reduce_scatter_base(
     at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) {
-  const std::string at = where("reduce_scatter_tensor");
+  const OpSite at = where("reduce_scatter_tensor");
   TORCH_CHECK(input.numel() == output.numel() * size_, at, ": input has ", input.numel(),
               " elements, expected output (", output.numel(), ") x ", size_, " ranks");
   TORCH_CHECK(output.scalar_type() == input.scalar_type(), at, ": output dtype ",
@@ -331,7 +332,7 @@ void split_layout(const at::Tensor& t, const std::vector<int64_t>& splits, int s
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::alltoall_base(
     at::Tensor& output, at::Tensor& input, std::vector<int64_t>& output_splits,
     std::vector<int64_t>& input_splits, const c10d::AllToAllOptions& opts) {
-  const std::string at = where("all_to_all_single");
+  const OpSite at = where("all_to_all_single");
   TORCH_CHECK(output.scalar_type() == input.scalar_type(), at, ": output dtype ",
               output.scalar_type(), " differs from input dtype ", input.scalar_type());
   auto layout = std::make_shared<AlltoallLayout>();
@@ -360,7 +361,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::alltoall_base(
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::alltoall(std::vector<at::Tensor>& outputs,
                                                             std::vector<at::Tensor>& inputs,
                                                             const c10d::AllToAllOptions& opts) {
-  const std::string at = where("all_to_all");
+  const OpSite at = where("all_to_all");
   TORCH_CHECK(
       outputs.size() == static_cast<size_t>(size_) && inputs.size() == static_cast<size_t>(size_),
       at, ": expected ", size_, " input and output tensors, got ", inputs.size(), " and ",
@@ -388,11 +389,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::alltoall(std::vector<at::Tens
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::send(std::vector<at::Tensor>& tensors,
                                                         int dst_rank, int tag) {
-  const std::string at = where("send");
+  const OpSite at = where("send");
   require_one("send", tensors, at);
   TORCH_CHECK(dst_rank >= 0 && dst_rank < size_ && dst_rank != rank_, at, ": destination ",
               dst_rank, " is not another rank of this group of ", size_);
-  auto staged = std::make_shared<StagedTensor>(tensors[0]);
+  StagedTensor staged(tensors[0]);
   const auto device = device_of(at, {&tensors});
   return enqueue(
       {.op = "send",
@@ -401,25 +402,25 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::send(std::vector<at::Tensor>&
        .device = device,
        .route = Route::kSend,
        .peer = dst_rank},
-      [this, staged, dst_rank, tag, device](Work&, RoutedComm& comm) {
+      [this, staged, dst_rank, tag, device](Work&, RoutedComm& comm) mutable {
         const DeviceSession* session = DeviceSession::current();
         if (session != nullptr && !session->staged) {
           std::unique_lock<std::mutex> hold;
           device_->peer_communicator(dst_rank, /*sending=*/true, *device, session->stream, &hold)
-              .send(staged->buffer(), rank_ < dst_rank ? 1 : 0, tag);
+              .send(staged.buffer(), rank_ < dst_rank ? 1 : 0, tag);
           return;
         }
-        comm.send(staged->buffer(), dst_rank, tag);
+        comm.send(staged.buffer(), dst_rank, tag);
       });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::recv(std::vector<at::Tensor>& tensors,
                                                         int src_rank, int tag) {
-  const std::string at = where("recv");
+  const OpSite at = where("recv");
   require_one("recv", tensors, at);
   TORCH_CHECK(src_rank >= 0 && src_rank < size_ && src_rank != rank_, at, ": source ", src_rank,
               " is not another rank of this group of ", size_);
-  auto staged = std::make_shared<StagedTensor>(tensors[0], /*copy_in=*/false);
+  StagedTensor staged(tensors[0], /*copy_in=*/false);
   const auto device = device_of(at, {&tensors});
   return enqueue(
       {.op = "recv",
@@ -428,8 +429,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::recv(std::vector<at::Tensor>&
        .device = device,
        .route = Route::kRecv,
        .peer = src_rank},
-      [this, staged, src_rank, tag, device](Work& work, RoutedComm& comm) {
-        domino_buffer_t buffer = staged->buffer();
+      [this, staged, src_rank, tag, device](Work& work, RoutedComm& comm) mutable {
+        domino_buffer_t buffer = staged.buffer();
         const DeviceSession* session = DeviceSession::current();
         if (session != nullptr && !session->staged) {
           std::unique_lock<std::mutex> hold;
@@ -439,16 +440,16 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::recv(std::vector<at::Tensor>&
         } else {
           work.set_source_rank(comm.recv(buffer, src_rank, tag));
         }
-        staged->publish();
+        staged.publish();
       });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::recvAnysource(std::vector<at::Tensor>& tensors,
                                                                  int tag) {
-  const std::string at = where("recv from any source");
+  const OpSite at = where("recv from any source");
   require_one("recv", tensors, at);
   TORCH_CHECK(size_ > 1, at, ": a group of one rank has nobody to receive from");
-  auto staged = std::make_shared<StagedTensor>(tensors[0], /*copy_in=*/false);
+  StagedTensor staged(tensors[0], /*copy_in=*/false);
   const auto device = device_of(at, {&tensors});
   // The sender cannot know whom NCCL would pair it with: CUDA any-source receives need every
   // CUDA send of the group to go through host memory.
@@ -463,10 +464,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::recvAnysource(std::vector<at:
                   .device = device,
                   .host_only = true,
                   .route = Route::kRecv},
-                 [staged, tag](Work& work, RoutedComm& comm) {
-                   domino_buffer_t buffer = staged->buffer();
+                 [staged, tag](Work& work, RoutedComm& comm) mutable {
+                   domino_buffer_t buffer = staged.buffer();
                    work.set_source_rank(comm.recv(buffer, -1, tag));
-                   staged->publish();
+                   staged.publish();
                  });
 }
 
@@ -491,7 +492,7 @@ void ProcessGroupDomino::monitoredBarrier(const c10d::BarrierOptions& opts, bool
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce_sparse(
     std::vector<at::Tensor>& tensors, const c10d::AllreduceOptions& opts) {
-  const std::string at = where("all_reduce (sparse)");
+  const OpSite at = where("all_reduce (sparse)");
   require_one("allreduce", tensors, at);
   TORCH_CHECK(tensors[0].is_sparse(), at, ": the tensor has layout ", tensors[0].layout(),
               "; allreduce_sparse takes sparse COO tensors");

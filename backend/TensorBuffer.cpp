@@ -112,7 +112,7 @@ at::ScalarType to_scalar_type(domino_dtype_t dtype) {
   }
 }
 
-domino_dtype_t to_domino_dtype(at::ScalarType type, const std::string& where) {
+domino_dtype_t to_domino_dtype(at::ScalarType type, const OpSite& where) {
   domino_dtype_t dtype;
   TORCH_CHECK(known_dtype(type, &dtype), where, ": dtype ", c10::toString(type),
               " cannot be reduced; use float32, float64, float16, bfloat16, int8, uint8, int32, "

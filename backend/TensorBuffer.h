@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "OpSite.h"
 #include "domino/plugin.h"
 
 namespace domino {
@@ -40,7 +41,7 @@ void hold_for_session(const at::Tensor& t);
 at::ScalarType to_scalar_type(domino_dtype_t dtype);
 
 // For reductions: the dtype must be one domino can reduce; throws naming where otherwise.
-domino_dtype_t to_domino_dtype(at::ScalarType type, const std::string& where);
+domino_dtype_t to_domino_dtype(at::ScalarType type, const OpSite& where);
 
 // How many transport units one element of t is: 1, or its size for dtypes that travel as bytes.
 size_t transport_units_per_element(const at::Tensor& t);

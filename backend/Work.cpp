@@ -59,6 +59,11 @@ bool Work::isCompleted() {
 }
 
 bool Work::wait(std::chrono::milliseconds timeout) {
+  // A host work that ran at issue (a blocking op, see OpIssue.h): the outcome alone is left.
+  if (!device_ && host_done_.load(std::memory_order_acquire)) {
+    if (exception_) std::rethrow_exception(exception_);
+    return true;
+  }
   // A profiler shows where a thread waits for communication: the time a step is exposed to it.
   std::optional<at::RecordFunction> waiting;
   if (at::hasCallbacks() && !c10d::Work::isCompleted()) {
@@ -154,6 +159,13 @@ void Work::complete() {
   }
   if (future) future->markCompleted(c10::IValue(outputs_));
   finish();
+  host_done_.store(true, std::memory_order_release);
+}
+
+void Work::complete_at_issue() {
+  finished_ = true;
+  completed_ = true;  // c10d::Work's own flag, as finish() sets it
+  host_done_.store(true, std::memory_order_release);
 }
 
 void Work::fail(std::exception_ptr error) {
@@ -166,6 +178,7 @@ void Work::fail(std::exception_ptr error) {
   }
   if (future) future->setError(error);
   finish(error);
+  host_done_.store(true, std::memory_order_release);
 }
 
 }  // namespace domino

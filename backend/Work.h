@@ -71,6 +71,9 @@ class Work : public c10d::Work {
 
   // Called once by the progress lane.
   void complete();
+  // complete() for a work that ran at issue, before any other thread could hold it: no future
+  // to mark and nobody waiting, so no lock and no notification.
+  void complete_at_issue();
   void fail(std::exception_ptr error);
   void set_source_rank(int rank) { source_rank_ = rank; }
 
@@ -93,6 +96,8 @@ class Work : public c10d::Work {
   std::chrono::milliseconds device_timeout_{0};
   std::shared_ptr<c10::Event> done_;
   std::shared_ptr<const DeviceHealth> health_;
+  // complete() or fail() has returned: a wait() after it has nothing to run or wait for.
+  std::atomic<bool> host_done_{false};
 };
 
 }  // namespace domino

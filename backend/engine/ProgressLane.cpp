@@ -5,8 +5,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "plugins/common/SpinPolicy.h"
-
 namespace domino {
 
 ProgressLane::ProgressLane(int nice, std::vector<int> cpus)
@@ -57,12 +55,7 @@ bool ProgressLane::run_now(uint64_t ticket) {
     jobs_.pop_front();
     running_ = true;
   }
-  {
-    // The caller's own thread runs its op and has nothing else to do until it ends.
-    SpinMayYield caller_waits;
-    job();
-  }
-  finish_one();
+  run_claimed(job);
   return true;
 }
 

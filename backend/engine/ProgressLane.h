@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include "plugins/common/SpinPolicy.h"
+
 namespace domino {
 
 // Where a thread of the group runs: its niceness (Linux, per thread) and the cores it may use
@@ -41,6 +43,20 @@ class ProgressLane {
   // Returns false when the lane thread has it or earlier jobs are still pending.
   bool run_now(uint64_t ticket);
 
+  // Runs fn on the calling thread at once when nothing is queued or running, in the lane's order
+  // as if it were the next job, and returns true; false (fn not run) otherwise. The blocking op's
+  // way past the queue: no job to allocate, no hand-off, no ticket. fn must not throw.
+  template <class Fn>
+  bool run_if_idle(Fn&& fn) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (running_ || !jobs_.empty()) return false;
+      running_ = true;
+    }
+    run_claimed(std::forward<Fn>(fn));
+    return true;
+  }
+
   // Makes an idle lane look at its queue (a job submitted with wake=false that its caller will
   // not run after all).
   void wake();
@@ -52,6 +68,16 @@ class ProgressLane {
   };
   void run();
   void finish_one();
+  // Runs fn on the caller, which claimed the lane (running_), then releases it.
+  template <class Fn>
+  void run_claimed(Fn&& fn) {
+    {
+      // The caller's own thread runs its op and has nothing else to do until it ends.
+      SpinMayYield caller_waits;
+      fn();
+    }
+    finish_one();
+  }
 
   std::mutex mutex_;
   std::condition_variable ready_;

@@ -80,10 +80,17 @@ const topology::Plan& RoutedComm::plan_for(Collective op, size_t bytes,
   const uint64_t key = (static_cast<uint64_t>(op) << 56) |
                        (static_cast<uint64_t>(kind ? static_cast<int>(*kind) + 1 : 0) << 48) |
                        std::min<uint64_t>(bytes, (uint64_t{1} << 48) - 1);
-  if (const auto found = plans_.find(key); found != plans_.end()) return found->second;
-  if (plans_.size() >= kCachedPlans) plans_.clear();
-  return plans_.emplace(key, kind ? router_.plan(*kind, op, bytes) : router_.choose(op, bytes))
-      .first->second;
+  // A loop of one op and size, the common case, skips the map.
+  if (last_plan_key_ == key && last_found_ != nullptr) return *last_found_;
+  auto found = plans_.find(key);
+  if (found == plans_.end()) {
+    if (plans_.size() >= kCachedPlans) plans_.clear();
+    found = plans_.emplace(key, kind ? router_.plan(*kind, op, bytes) : router_.choose(op, bytes))
+                .first;
+  }
+  last_plan_key_ = key;
+  last_found_ = &found->second;  // the map's nodes stay put until it is cleared, above
+  return found->second;
 }
 
 const topology::Plan& RoutedComm::flat_plan(Collective op, size_t bytes) {
@@ -105,10 +112,12 @@ void RoutedComm::allreduce(const domino_buffer_t& send, const domino_buffer_t& r
                                    ? plan_for(Collective::kAllReduce, bytes)
                                    : plan_for(Collective::kAllReduce, bytes,
                                               trial->decided() ? trial->winner() : trial->next());
-  const bool timed = trial != nullptr && !trial->decided();
+  if (trial == nullptr || trial->decided()) {
+    run(plan, call);
+    return;
+  }
   const auto began = std::chrono::steady_clock::now();
   run(plan, call);
-  if (!timed) return;
   trial->record(std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
   if (trial->measured()) {
     // Agree on the slowest rank's time per plan, so every rank adopts the same one.

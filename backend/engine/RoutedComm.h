@@ -123,6 +123,8 @@ class RoutedComm {
   // Plans by (op, kind asked for, bytes); emptied when it grows past kCachedPlans.
   static constexpr size_t kCachedPlans = 512;
   std::unordered_map<uint64_t, topology::Plan> plans_;
+  uint64_t last_plan_key_ = 0;
+  const topology::Plan* last_found_ = nullptr;  // plans_'s entry for last_plan_key_
 };
 
 }  // namespace domino

@@ -15,7 +15,8 @@ constexpr size_t kMaxRefusals = 64;
 
 [[noreturn]] void raise(const domino_plugin_t* plugin, int status, const char* err,
                         const char* op) {
-  std::string message = err[0] != '\0' ? err
+  // Bounded: a plugin's message need not end within the buffer.
+  std::string message = err[0] != '\0' ? std::string(err, strnlen(err, kErrorBytes))
                                        : std::string(op) + " failed in transport '" + plugin->name +
                                              "' with status " + std::to_string(status);
   throw TransportError(static_cast<domino_status_t>(status), message);
@@ -25,7 +26,8 @@ constexpr size_t kMaxRefusals = 64;
 Communicator::Communicator(const domino_plugin_t* plugin, const domino_comm_config_t& config)
     : plugin_(plugin) {
   remember(config);  // first: it may refuse the configuration, and nothing is made yet
-  char err[kErrorBytes] = {0};
+  char err[kErrorBytes];
+  err[0] = '\0';  // not 4 KiB zeroed per call: plugins write a message only on failure
   const int status = plugin_->comm_create(&config, &comm_, err, sizeof err);
   if (status != DOMINO_OK) raise(plugin_, status, err, "communicator set-up");
 }
@@ -66,7 +68,8 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key,
     throw TransportError(DOMINO_ERR_UNSUPPORTED, std::string("transport '") + plugin_->name +
                                                      "' cannot split communicators");
   }
-  char err[kErrorBytes] = {0};
+  char err[kErrorBytes];
+  err[0] = '\0';  // not 4 KiB zeroed per call: plugins write a message only on failure
   domino_comm_t* made = nullptr;
   const int status = plugin_->comm_split(comm_, color, key, &config, &made, err, sizeof err);
   if (status != DOMINO_OK) raise(plugin_, status, err, "communicator split");
@@ -81,7 +84,8 @@ std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int32_t>& e
     throw TransportError(DOMINO_ERR_UNSUPPORTED, std::string("transport '") + plugin_->name +
                                                      "' cannot shrink communicators");
   }
-  char err[kErrorBytes] = {0};
+  char err[kErrorBytes];
+  err[0] = '\0';  // not 4 KiB zeroed per call: plugins write a message only on failure
   domino_comm_t* made = nullptr;
   const int status =
       plugin_->comm_shrink(comm_, exclude.data(), static_cast<int32_t>(exclude.size()),
@@ -118,7 +122,8 @@ Communicator::~Communicator() {
 template <class Entry, class... Args>
 void Communicator::call(Entry entry, const char* op, Args... args) {
   if (entry == nullptr) unsupported(op);
-  char err[kErrorBytes] = {0};
+  char err[kErrorBytes];
+  err[0] = '\0';  // not 4 KiB zeroed per call: plugins write a message only on failure
   const int status = entry(comm_, args..., err, sizeof err);
   if (status != DOMINO_OK) raise(plugin_, status, err, op);
 }
@@ -138,7 +143,8 @@ bool Communicator::native(Entry entry, const char* op, const domino_buffer_t& me
     if (!links) unsupported(op);
     return false;
   }
-  char err[kErrorBytes] = {0};
+  char err[kErrorBytes];
+  err[0] = '\0';  // not 4 KiB zeroed per call: plugins write a message only on failure
   const int status = entry(comm_, args..., err, sizeof err);
   if (status == DOMINO_OK) return true;
   // Refused (a dtype or reduction it lacks, the same on every rank): the links serve it.
@@ -146,37 +152,38 @@ bool Communicator::native(Entry entry, const char* op, const domino_buffer_t& me
   raise(plugin_, status, err, op);
 }
 
-bool Communicator::by_name(const domino_call_t& call, std::string_view algorithm,
+bool Communicator::by_name(const domino_call_t& call, const std::string& algorithm,
                            const domino_buffer_t& memory) {
   if (algorithm.empty()) return false;
   const auto op = static_cast<topology::Collective>(call.op);
-  const std::string name(algorithm);
+  const char* name = algorithm.c_str();
   // A refusal (UNSUPPORTED) is the same on every rank and comes before any message.
   auto took = [&](int status, const char* err) {
     if (status == DOMINO_OK) return true;
     if (status != DOMINO_ERR_UNSUPPORTED) {
       raise(plugin_, status, err,
-            (std::string(topology::entry_name(op)) + " (" + name + ")").c_str());
+            (std::string(topology::entry_name(op)) + " (" + algorithm + ")").c_str());
     }
     return false;
   };
-  char err[kErrorBytes] = {0};
+  char err[kErrorBytes];
+  err[0] = '\0';  // not 4 KiB zeroed per call: plugins write a message only on failure
   // Built only once something was refused: the common path allocates nothing for it.
   auto key = [&] {
     return std::to_string(call.op) + "|" + std::to_string(memory.dtype) + "|" +
-           std::to_string(call.redop) + "|" + name;
+           std::to_string(call.redop) + "|" + std::string(algorithm);
   };
   const bool asks = plugin_->collective_with != nullptr ||
                     (op == topology::Collective::kAllReduce && plugin_->allreduce_with != nullptr);
   if (asks && (refused_.empty() || !refused_.contains(key()))) {
     if (plugin_->collective_with != nullptr &&
-        took(plugin_->collective_with(comm_, &call, name.c_str(), err, sizeof err), err)) {
+        took(plugin_->collective_with(comm_, &call, name, err, sizeof err), err)) {
       return true;
     }
     if (op == topology::Collective::kAllReduce && plugin_->allreduce_with != nullptr &&
-        took(plugin_->allreduce_with(comm_, call.send, call.recv, call.redop, name.c_str(), err,
-                                     sizeof err),
-             err)) {
+        took(
+            plugin_->allreduce_with(comm_, call.send, call.recv, call.redop, name, err, sizeof err),
+            err)) {
       return true;
     }
     if (refused_.size() >= kMaxRefusals) refused_.clear();
@@ -221,14 +228,14 @@ domino_call_t call_of(topology::Collective op, const domino_buffer_t* send, domi
 }  // namespace
 
 void Communicator::allreduce(const domino_buffer_t& send, domino_buffer_t& recv, domino_redop_t op,
-                             std::string_view algorithm) {
+                             const std::string& algorithm) {
   const domino_call_t call = call_of(topology::Collective::kAllReduce, &send, &recv, op);
   if (by_name(call, algorithm, recv)) return;
   if (native(plugin_->allreduce, "allreduce", recv, &send, &recv, op)) return;
   over_links(call, {});
 }
 
-void Communicator::barrier(std::string_view algorithm) {
+void Communicator::barrier(const std::string& algorithm) {
   domino_buffer_t host{nullptr, 0, DOMINO_UINT8, -1};
   const domino_call_t call = call_of(topology::Collective::kBarrier, &host, &host);
   if (by_name(call, algorithm, host)) return;
@@ -236,7 +243,7 @@ void Communicator::barrier(std::string_view algorithm) {
   over_links(call, {});
 }
 
-void Communicator::broadcast(domino_buffer_t& buffer, int root, std::string_view algorithm) {
+void Communicator::broadcast(domino_buffer_t& buffer, int root, const std::string& algorithm) {
   const domino_call_t call =
       call_of(topology::Collective::kBroadcast, &buffer, &buffer, DOMINO_SUM, root);
   if (by_name(call, algorithm, buffer)) return;
@@ -245,7 +252,7 @@ void Communicator::broadcast(domino_buffer_t& buffer, int root, std::string_view
 }
 
 void Communicator::reduce(const domino_buffer_t& send, domino_buffer_t& recv, domino_redop_t op,
-                          int root, std::string_view algorithm) {
+                          int root, const std::string& algorithm) {
   const domino_call_t call = call_of(topology::Collective::kReduce, &send, &recv, op, root);
   if (by_name(call, algorithm, send)) return;
   if (native(plugin_->reduce, "reduce", send, &send, &recv, op, static_cast<int32_t>(root))) return;
@@ -253,7 +260,7 @@ void Communicator::reduce(const domino_buffer_t& send, domino_buffer_t& recv, do
 }
 
 void Communicator::allgather(const domino_buffer_t& send, domino_buffer_t& recv,
-                             std::string_view algorithm) {
+                             const std::string& algorithm) {
   const domino_call_t call = call_of(topology::Collective::kAllGather, &send, &recv);
   if (by_name(call, algorithm, recv)) return;
   if (native(plugin_->allgather, "allgather", recv, &send, &recv)) return;
@@ -261,7 +268,7 @@ void Communicator::allgather(const domino_buffer_t& send, domino_buffer_t& recv,
 }
 
 void Communicator::reduce_scatter(const domino_buffer_t& send, domino_buffer_t& recv,
-                                  domino_redop_t op, std::string_view algorithm) {
+                                  domino_redop_t op, const std::string& algorithm) {
   const domino_call_t call = call_of(topology::Collective::kReduceScatter, &send, &recv, op);
   if (by_name(call, algorithm, recv)) return;
   if (native(plugin_->reduce_scatter, "reduce_scatter", recv, &send, &recv, op)) return;
@@ -269,7 +276,7 @@ void Communicator::reduce_scatter(const domino_buffer_t& send, domino_buffer_t& 
 }
 
 void Communicator::gather(const domino_buffer_t& send, domino_buffer_t& recv, int root,
-                          std::string_view algorithm) {
+                          const std::string& algorithm) {
   const domino_call_t call = call_of(topology::Collective::kGather, &send, &recv, DOMINO_SUM, root);
   if (by_name(call, algorithm, send)) return;
   if (native(plugin_->gather, "gather", send, &send, &recv, static_cast<int32_t>(root))) return;
@@ -277,7 +284,7 @@ void Communicator::gather(const domino_buffer_t& send, domino_buffer_t& recv, in
 }
 
 void Communicator::scatter(const domino_buffer_t& send, domino_buffer_t& recv, int root,
-                           std::string_view algorithm) {
+                           const std::string& algorithm) {
   const domino_call_t call =
       call_of(topology::Collective::kScatter, &send, &recv, DOMINO_SUM, root);
   if (by_name(call, algorithm, recv)) return;
@@ -288,7 +295,7 @@ void Communicator::scatter(const domino_buffer_t& send, domino_buffer_t& recv, i
 void Communicator::alltoall(const domino_buffer_t& send, const uint64_t* send_counts,
                             const uint64_t* send_offsets, domino_buffer_t& recv,
                             const uint64_t* recv_counts, const uint64_t* recv_offsets,
-                            std::string_view algorithm) {
+                            const std::string& algorithm) {
   domino_call_t call = call_of(topology::Collective::kAllToAll, &send, &recv);
   call.send_counts = send_counts;
   call.send_offsets = send_offsets;

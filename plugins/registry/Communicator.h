@@ -49,22 +49,22 @@ class Communicator {
   // it has them; empty, or a name it cannot take: the transport's own choice (or the one forced
   // at creation).
   void allreduce(const domino_buffer_t& send, domino_buffer_t& recv, domino_redop_t op,
-                 std::string_view algorithm = {});
-  void barrier(std::string_view algorithm = {});
-  void broadcast(domino_buffer_t& buffer, int root, std::string_view algorithm = {});
+                 const std::string& algorithm = {});
+  void barrier(const std::string& algorithm = {});
+  void broadcast(domino_buffer_t& buffer, int root, const std::string& algorithm = {});
   void reduce(const domino_buffer_t& send, domino_buffer_t& recv, domino_redop_t op, int root,
-              std::string_view algorithm = {});
+              const std::string& algorithm = {});
   void allgather(const domino_buffer_t& send, domino_buffer_t& recv,
-                 std::string_view algorithm = {});
+                 const std::string& algorithm = {});
   void reduce_scatter(const domino_buffer_t& send, domino_buffer_t& recv, domino_redop_t op,
-                      std::string_view algorithm = {});
+                      const std::string& algorithm = {});
   void gather(const domino_buffer_t& send, domino_buffer_t& recv, int root,
-              std::string_view algorithm = {});
+              const std::string& algorithm = {});
   void scatter(const domino_buffer_t& send, domino_buffer_t& recv, int root,
-               std::string_view algorithm = {});
+               const std::string& algorithm = {});
   void alltoall(const domino_buffer_t& send, const uint64_t* send_counts,
                 const uint64_t* send_offsets, domino_buffer_t& recv, const uint64_t* recv_counts,
-                const uint64_t* recv_offsets, std::string_view algorithm = {});
+                const uint64_t* recv_offsets, const std::string& algorithm = {});
   void send(const domino_buffer_t& buffer, int peer, int tag);
   // peer < 0: any source. Returns the sender.
   int recv(domino_buffer_t& buffer, int peer, int tag);
@@ -86,7 +86,7 @@ class Communicator {
   // all-reduce) its allreduce_with, else over its links where the name is an algorithm over
   // links; false where none took it (the caller then runs the op's own entry). A plugin's
   // refusal of a name is remembered, so a name it never takes costs one refusal, not one a call.
-  bool by_name(const domino_call_t& call, std::string_view algorithm,
+  bool by_name(const domino_call_t& call, const std::string& algorithm,
                const domino_buffer_t& memory);
   // Runs call over the plugin's links by the resolved algorithm (an all-reduce in place in recv).
   void over_links(const domino_call_t& call, std::string_view algorithm);

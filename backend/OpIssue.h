@@ -1,0 +1,62 @@
+// How an op goes from its c10d entry point to the lane that runs it, for the files that issue
+// ops: a blocking op on host memory whose lane is idle runs at once on the caller's thread, with
+// no job allocated and no thread woken; any other op is queued as a job on its lane.
+#pragma once
+
+#include <ATen/record_function.h>
+#include <c10/util/ThreadLocalDebugInfo.h>
+
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "DeviceCollectives.h"
+#include "HandleScope.h"
+#include "ProcessGroupDomino.h"
+#include "Work.h"
+#include "engine/ProgressLane.h"
+
+namespace domino {
+
+// What a profiler on the caller's thread needs to see an op on the lane: its RecordFunction
+// callbacks and its debug info (where the profiler keeps its state); nothing else of the
+// caller's thread-local state reaches the lane.
+struct ProfilerContext {
+  at::RecordFunctionTLS callbacks;
+  std::shared_ptr<c10::ThreadLocalDebugInfo> debug_info;
+};
+
+struct ProcessGroupDomino::IssuedOp {
+  const char* op;
+  c10::intrusive_ptr<Work> work;
+  ProgressLane* lane;
+  int lane_index;
+  bool counted;       // a collective (numbered and counted per lane), not a send or receive
+  bool blocking;      // the caller waits at once
+  uint64_t number;    // collective_seq or p2p_seq, as the Flight Recorder numbers it
+  uint64_t recorded;  // its Flight Recorder entry (0: none)
+  std::chrono::milliseconds timeout;
+  std::optional<DeviceCollectives::Issue> on_device;
+  std::optional<ProfilerContext> profiler;
+  std::vector<at::Tensor> inputs;  // for the profiler's event only
+  bool at_issue = false;           // runs inside enqueue: its Work is nobody else's yet
+};
+
+template <class Body>
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(OpSpec spec, Body body) {
+  IssuedOp issued = issue(spec);
+  c10::intrusive_ptr<Work> work = issued.work;
+  // A profiled op runs on the lane, where its events say it runs.
+  const bool runs_here = issued.blocking && !issued.on_device && !issued.profiler;
+  if (!runs_here || !issued.lane->run_if_idle([&] {
+        issued.at_issue = true;
+        run_issued(issued, body);
+      })) {
+    submit_issued(std::move(issued), std::move(body));
+  }
+  HandleScope::record(work);
+  return work;
+}
+
+}  // namespace domino
