@@ -37,20 +37,22 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce_coalesced(
   // Premultiplied lists are scaled and staged on the lane, then written back.
   auto staged =
       reduction.premultiply ? nullptr : std::make_shared<StagedList>(tensors, /*copy_in=*/true);
-  return enqueue({.op = "all_reduce_coalesced",
-                  .type = c10d::OpType::ALLREDUCE_COALESCED,
-                  .tensors = tensors,
-                  .device = device,
-                  .blocking = is_blocking(opts),
-                  .host_only = needs_host(reduction.op, tensors[0])},
-                 [staged, users, reduction](Work&, RoutedComm& comm) {
-                   auto run = [&](domino_buffer_t& b) { comm.allreduce(b, b, reduction.op); };
-                   if (!staged)
-                     return reduce_premultiplied(reduction, users, /*write_back=*/true, run);
-                   domino_buffer_t buffer = staged->buffer();
-                   run(buffer);
-                   staged->publish();
-                 });
+  return enqueue(
+      {.op = "all_reduce_coalesced",
+       .type = c10d::OpType::ALLREDUCE_COALESCED,
+       .tensors = tensors,
+       .device = device,
+       .blocking = is_blocking(opts),
+       .host_only = needs_host(reduction.op, tensors[0])},
+      [staged, users, reduction](Work&, RoutedComm& comm) {
+        auto run = [&](domino_buffer_t& b) {
+          comm.collective(make_call(topology::Collective::kAllReduce, b, b, reduction.op));
+        };
+        if (!staged) return reduce_premultiplied(reduction, users, /*write_back=*/true, run);
+        domino_buffer_t buffer = staged->buffer();
+        run(buffer);
+        staged->publish();
+      });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather_coalesced(
@@ -85,7 +87,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather_coalesced(
                   .blocking = is_blocking(opts)},
                  [in, out](Work&, RoutedComm& comm) {
                    domino_buffer_t recv = out->buffer();
-                   comm.allgather(in->buffer(), recv);
+                   comm.collective(make_call(topology::Collective::kAllGather, in->buffer(), recv));
                    out->publish();
                  });
 }
@@ -105,18 +107,19 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather_into_tensor_coalesc
                        std::make_shared<StagedTensor>(outputs[i], /*copy_in=*/false));
   }
   const auto device = device_of(at, {&inputs, &outputs});
-  return enqueue({.op = "all_gather_into_tensor_coalesced",
-                  .type = kAllgatherIntoTensorCoalesced,
-                  .tensors = OpTensors(outputs, inputs),
-                  .device = device,
-                  .blocking = is_blocking(opts)},
-                 [pairs](Work&, RoutedComm& comm) {
-                   for (const auto& [in, out] : pairs) {
-                     domino_buffer_t recv = out->buffer();
-                     comm.allgather(in->buffer(), recv);
-                     out->publish();
-                   }
-                 });
+  return enqueue(
+      {.op = "all_gather_into_tensor_coalesced",
+       .type = kAllgatherIntoTensorCoalesced,
+       .tensors = OpTensors(outputs, inputs),
+       .device = device,
+       .blocking = is_blocking(opts)},
+      [pairs](Work&, RoutedComm& comm) {
+        for (const auto& [in, out] : pairs) {
+          domino_buffer_t recv = out->buffer();
+          comm.collective(make_call(topology::Collective::kAllGather, in->buffer(), recv));
+          out->publish();
+        }
+      });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter_tensor_coalesced(
@@ -147,7 +150,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter_tensor_coalesc
         for (const auto& [input, out] : pairs) {
           StagedTensor in(reduction.premultiply ? reduction.premultiplied(input) : input);
           domino_buffer_t recv = out->buffer();
-          comm.reduce_scatter(in.buffer(), recv, reduction.op);
+          comm.collective(
+              make_call(topology::Collective::kReduceScatter, in.buffer(), recv, reduction.op));
           out->publish();
         }
       });
@@ -181,7 +185,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::gather_flat(at::Tensor& outpu
       [in, out, root](Work&, RoutedComm& comm) {
         const domino_buffer_t send = in->buffer();
         domino_buffer_t recv = out ? out->buffer() : domino_buffer_t{nullptr, 0, send.dtype, -1};
-        comm.gather(send, recv, root);
+        comm.collective(make_call(topology::Collective::kGather, send, recv, DOMINO_SUM, root));
         if (out) out->publish();
       });
 }

@@ -24,16 +24,17 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce(std::vector<at::Ten
   if (reduction.premultiply) {
     // The scaled copy is made on the lane (on CUDA, on its comm stream), reduced, written back.
     at::Tensor user = tensors[0];
-    return enqueue({.op = "all_reduce",
-                    .type = c10d::OpType::ALLREDUCE,
-                    .tensors = tensors,
-                    .device = device,
-                    .blocking = is_blocking(opts)},
-                   [user, reduction](Work&, RoutedComm& comm) {
-                     reduce_premultiplied(
-                         reduction, {user}, /*write_back=*/true,
-                         [&](domino_buffer_t& b) { comm.allreduce(b, b, reduction.op); });
-                   });
+    return enqueue(
+        {.op = "all_reduce",
+         .type = c10d::OpType::ALLREDUCE,
+         .tensors = tensors,
+         .device = device,
+         .blocking = is_blocking(opts)},
+        [user, reduction](Work&, RoutedComm& comm) {
+          reduce_premultiplied(reduction, {user}, /*write_back=*/true, [&](domino_buffer_t& b) {
+            comm.collective(make_call(topology::Collective::kAllReduce, b, b, reduction.op));
+          });
+        });
   }
   StagedTensor staged(tensors[0]);
   return enqueue({.op = "all_reduce",
@@ -44,7 +45,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce(std::vector<at::Ten
                   .host_only = needs_host(op, tensors[0])},
                  [staged, op](Work&, RoutedComm& comm) mutable {
                    domino_buffer_t buffer = staged.buffer();
-                   comm.allreduce(buffer, buffer, op);
+                   comm.collective(make_call(topology::Collective::kAllReduce, buffer, buffer, op));
                    staged.publish();
                  });
 }
@@ -64,7 +65,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::broadcast(std::vector<at::Ten
                   .blocking = is_blocking(opts)},
                  [staged, root_rank](Work&, RoutedComm& comm) mutable {
                    domino_buffer_t buffer = staged.buffer();
-                   comm.broadcast(buffer, root_rank);
+                   comm.collective(make_call(topology::Collective::kBroadcast, buffer, buffer,
+                                             DOMINO_SUM, root_rank));
                    staged.publish();
                  });
 }
@@ -80,30 +82,32 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce(std::vector<at::Tensor
   if (reduction.premultiply) {
     // Only the root's tensor changes; the others' inputs stay as they were.
     at::Tensor user = tensors[0];
-    return enqueue({.op = "reduce",
-                    .type = c10d::OpType::REDUCE,
-                    .tensors = tensors,
-                    .device = device,
-                    .blocking = is_blocking(opts)},
-                   [user, reduction, root, is_root](Work&, RoutedComm& comm) {
-                     reduce_premultiplied(
-                         reduction, {user}, /*write_back=*/is_root,
-                         [&](domino_buffer_t& b) { comm.reduce(b, b, reduction.op, root); });
-                   });
+    return enqueue(
+        {.op = "reduce",
+         .type = c10d::OpType::REDUCE,
+         .tensors = tensors,
+         .device = device,
+         .blocking = is_blocking(opts)},
+        [user, reduction, root, is_root](Work&, RoutedComm& comm) {
+          reduce_premultiplied(reduction, {user}, /*write_back=*/is_root, [&](domino_buffer_t& b) {
+            comm.collective(make_call(topology::Collective::kReduce, b, b, reduction.op, root));
+          });
+        });
   }
   StagedTensor staged(tensors[0]);
   const domino_redop_t op = reduction.op;
-  return enqueue({.op = "reduce",
-                  .type = c10d::OpType::REDUCE,
-                  .tensors = tensors,
-                  .device = device,
-                  .blocking = is_blocking(opts),
-                  .host_only = needs_host(op, tensors[0])},
-                 [staged, op, root, is_root](Work&, RoutedComm& comm) mutable {
-                   domino_buffer_t buffer = staged.buffer();
-                   comm.reduce(buffer, buffer, op, root);
-                   if (is_root) staged.publish();
-                 });
+  return enqueue(
+      {.op = "reduce",
+       .type = c10d::OpType::REDUCE,
+       .tensors = tensors,
+       .device = device,
+       .blocking = is_blocking(opts),
+       .host_only = needs_host(op, tensors[0])},
+      [staged, op, root, is_root](Work&, RoutedComm& comm) mutable {
+        domino_buffer_t buffer = staged.buffer();
+        comm.collective(make_call(topology::Collective::kReduce, buffer, buffer, op, root));
+        if (is_root) staged.publish();
+      });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather(
@@ -124,7 +128,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather(
                   .blocking = is_blocking(opts)},
                  [in, out](Work&, RoutedComm& comm) {
                    domino_buffer_t recv = out->buffer();
-                   comm.allgather(in->buffer(), recv);
+                   comm.collective(make_call(topology::Collective::kAllGather, in->buffer(), recv));
                    out->publish();
                  });
 }
@@ -147,7 +151,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::_allgather_base(
                   .blocking = is_blocking(opts)},
                  [in, out](Work&, RoutedComm& comm) {
                    domino_buffer_t recv = out->buffer();
-                   comm.allgather(in->buffer(), recv);
+                   comm.collective(make_call(topology::Collective::kAllGather, in->buffer(), recv));
                    out->publish();
                  });
 }
@@ -180,7 +184,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::gather(
                  [in, out, root](Work&, RoutedComm& comm) {
                    domino_buffer_t recv =
                        out ? out->buffer() : domino_buffer_t{nullptr, 0, in->buffer().dtype, -1};
-                   comm.gather(in->buffer(), recv, root);
+                   comm.collective(make_call(topology::Collective::kGather, in->buffer(), recv,
+                                             DOMINO_SUM, root));
                    if (out) out->publish();
                  });
 }
@@ -205,18 +210,19 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::scatter(
   auto out = std::make_shared<StagedTensor>(outputs[0], /*copy_in=*/false);
   const std::vector<at::Tensor> scattered = in ? inputs[0] : std::vector<at::Tensor>{};
   const auto device = device_of(at, {&outputs, &scattered});
-  return enqueue({.op = "scatter",
-                  .type = c10d::OpType::SCATTER,
-                  .tensors = outputs,
-                  .device = device,
-                  .blocking = is_blocking(opts)},
-                 [in, out, root](Work&, RoutedComm& comm) {
-                   domino_buffer_t recv = out->buffer();
-                   const domino_buffer_t send =
-                       in ? in->buffer() : domino_buffer_t{nullptr, 0, recv.dtype, -1};
-                   comm.scatter(send, recv, root);
-                   out->publish();
-                 });
+  return enqueue(
+      {.op = "scatter",
+       .type = c10d::OpType::SCATTER,
+       .tensors = outputs,
+       .device = device,
+       .blocking = is_blocking(opts)},
+      [in, out, root](Work&, RoutedComm& comm) {
+        domino_buffer_t recv = out->buffer();
+        const domino_buffer_t send =
+            in ? in->buffer() : domino_buffer_t{nullptr, 0, recv.dtype, -1};
+        comm.collective(make_call(topology::Collective::kScatter, send, recv, DOMINO_SUM, root));
+        out->publish();
+      });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter(
@@ -246,7 +252,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter(
                                                            /*copy_in=*/true);
                    }
                    domino_buffer_t recv = out->buffer();
-                   comm.reduce_scatter(source->buffer(), recv, reduction.op);
+                   comm.collective(make_call(topology::Collective::kReduceScatter, source->buffer(),
+                                             recv, reduction.op));
                    out->publish();
                  });
 }
@@ -271,7 +278,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::_reduce_scatter_base(
                  [input, out, reduction](Work&, RoutedComm& comm) {
                    StagedTensor in(reduction.premultiply ? reduction.premultiplied(input) : input);
                    domino_buffer_t recv = out->buffer();
-                   comm.reduce_scatter(in.buffer(), recv, reduction.op);
+                   comm.collective(make_call(topology::Collective::kReduceScatter, in.buffer(),
+                                             recv, reduction.op));
                    out->publish();
                  });
 }
@@ -287,8 +295,12 @@ struct AlltoallLayout {
     }
   }
   void run(RoutedComm& comm, const domino_buffer_t& send, domino_buffer_t& recv) const {
-    comm.alltoall(send, send_counts.data(), send_offsets.data(), recv, recv_counts.data(),
-                  recv_offsets.data());
+    domino_call_t call = make_call(topology::Collective::kAllToAll, send, recv);
+    call.send_counts = send_counts.data();
+    call.send_offsets = send_offsets.data();
+    call.recv_counts = recv_counts.data();
+    call.recv_offsets = recv_offsets.data();
+    comm.collective(call);
   }
 };
 
@@ -476,7 +488,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::barrier(const c10d::BarrierOp
                   .type = c10d::OpType::BARRIER,
                   .tensors = {},
                   .blocking = is_blocking(opts)},
-                 [this](Work&, RoutedComm& comm) { comm.barrier(); });
+                 [](Work&, RoutedComm& comm) {
+                   domino_buffer_t none{nullptr, 0, DOMINO_UINT8, -1};
+                   comm.collective(make_call(topology::Collective::kBarrier, none, none));
+                 });
 }
 
 void ProcessGroupDomino::monitoredBarrier(const c10d::BarrierOptions& opts, bool waitAllRanks) {

@@ -23,7 +23,7 @@ at::Tensor gathered(RoutedComm& comm, const at::Tensor& mine, int size) {
   StagedTensor in(mine.contiguous());
   StagedTensor out(all, /*copy_in=*/false);
   domino_buffer_t recv = out.buffer();
-  comm.allgather(in.buffer(), recv);
+  comm.collective(make_call(topology::Collective::kAllGather, in.buffer(), recv));
   out.publish();
   return all;
 }

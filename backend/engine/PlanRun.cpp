@@ -150,38 +150,12 @@ void RoutedComm::run(const topology::Plan& plan, const Call& call) {
 }
 
 void RoutedComm::run_flat(const topology::Plan& plan, const Call& call) {
-  Communicator& comm = flat_comm(plan.kind);
-  const std::string& algorithm = plan.steps.front().algorithm;
-  domino_buffer_t recv = call.recv;
-  switch (call.op) {
-    case Collective::kAllReduce:
-      comm.allreduce(call.send, recv, call.redop, algorithm);
-      return;
-    case Collective::kBroadcast:
-      comm.broadcast(recv, call.root, algorithm);
-      return;
-    case Collective::kReduce:
-      comm.reduce(call.send, recv, call.redop, call.root, algorithm);
-      return;
-    case Collective::kAllGather:
-      comm.allgather(call.send, recv, algorithm);
-      return;
-    case Collective::kReduceScatter:
-      comm.reduce_scatter(call.send, recv, call.redop, algorithm);
-      return;
-    case Collective::kGather:
-      comm.gather(call.send, recv, call.root, algorithm);
-      return;
-    case Collective::kScatter:
-      comm.scatter(call.send, recv, call.root, algorithm);
-      return;
-    case Collective::kBarrier:
-      comm.barrier(algorithm);
-      return;
-    case Collective::kAllToAll:
-      break;
+  if (call.op == Collective::kAllToAll) {
+    throw std::logic_error("an all-to-all runs with its counts, not as a flat plan's call");
   }
-  throw std::logic_error(std::string("no flat run of ") + topology::collective_name(call.op));
+  domino_buffer_t recv = call.recv;
+  flat_comm(plan.kind).collective(make_call(call.op, call.send, recv, call.redop, call.root),
+                                  plan.steps.front().algorithm);
 }
 
 void RoutedComm::run_steps(const topology::Plan& plan, const Call& call) {
@@ -273,39 +247,16 @@ void RoutedComm::run_steps(const topology::Plan& plan, const Call& call) {
       if (bytes > 0 && in.ptr != out.ptr) memory_->copy(out.ptr, in.ptr, bytes, device);
       return;
     }
-    const int root = root_on_level(step.root, layout, call.root);
-    switch (step.op) {
-      case Collective::kAllReduce:
-        comm->allreduce(in, out, step_op, step.algorithm);
-        return;
-      case Collective::kBroadcast:
-        if (in.ptr != out.ptr && out.count > 0)
-          memory_->copy(out.ptr, in.ptr, out.count * element, device);
-        comm->broadcast(out, root, step.algorithm);
-        return;
-      case Collective::kReduce:
-        comm->reduce(in, out, step_op, root, step.algorithm);
-        return;
-      case Collective::kAllGather:
-        comm->allgather(in, out, step.algorithm);
-        return;
-      case Collective::kReduceScatter:
-        comm->reduce_scatter(in, out, step_op, step.algorithm);
-        return;
-      case Collective::kGather:
-        comm->gather(in, out, root, step.algorithm);
-        return;
-      case Collective::kScatter:
-        comm->scatter(in, out, root, step.algorithm);
-        return;
-      case Collective::kBarrier:
-        comm->barrier(step.algorithm);
-        return;
-      case Collective::kAllToAll:
-        break;
+    if (step.op == Collective::kAllToAll) {
+      throw std::logic_error("a plan step cannot run an all-to-all");
     }
-    throw std::logic_error(std::string("a plan step cannot run ") +
-                           topology::collective_name(step.op));
+    // A broadcast step sends its output: where the plan gives it an input apart, that goes first.
+    if (step.op == Collective::kBroadcast && in.ptr != out.ptr && out.count > 0) {
+      memory_->copy(out.ptr, in.ptr, out.count * element, device);
+    }
+    comm->collective(
+        make_call(step.op, in, out, step_op, root_on_level(step.root, layout, call.root)),
+        step.algorithm);
   };
 
   auto on_rail = [](const topology::Step& s) {

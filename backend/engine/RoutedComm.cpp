@@ -102,10 +102,32 @@ Communicator& RoutedComm::flat_comm(PlanKind kind) {
   return flat_inter_ ? *flat_inter_ : *flat_intra_;
 }
 
-void RoutedComm::allreduce(const domino_buffer_t& send, const domino_buffer_t& recv,
-                           domino_redop_t op) {
-  const size_t bytes = recv.count * dtype_size(recv.dtype);
-  const Call call{Collective::kAllReduce, send, recv, op};
+void RoutedComm::collective(const domino_call_t& k) {
+  const auto op = static_cast<Collective>(k.op);
+  const domino_buffer_t none{nullptr, 0, DOMINO_UINT8, -1};
+  const Call call{op, k.send != nullptr ? *k.send : none, k.recv != nullptr ? *k.recv : none,
+                  k.redop, k.root};
+  const domino_buffer_t& sized = topology::sized_by_output(op) ? call.recv : call.send;
+  const size_t bytes = sized.count * dtype_size(sized.dtype);
+  if (op == Collective::kAllToAll) {
+    // Counts and offsets per peer: no plan but the flat one takes them. The router chooses an
+    // all-to-all's algorithm by the number of ranks alone (ranks send different amounts), so
+    // one cached plan serves every size.
+    const topology::Plan& plan = flat_plan(Collective::kAllToAll, 0);
+    last_plan_ = topology::plan_name(plan.kind);
+    flat_comm(plan.kind).collective(k, plan.steps.front().algorithm);
+    return;
+  }
+  if (op == Collective::kAllReduce) {
+    allreduce(call, bytes);
+    return;
+  }
+  // A bad root is the flat communicator's to refuse, as it would be on one host.
+  const bool valid = !topology::rooted(op) || (call.root >= 0 && call.root < size_);
+  run(valid ? plan_for(op, bytes) : flat_plan(op, bytes), call);
+}
+
+void RoutedComm::allreduce(const Call& call, size_t bytes) {
   PlanTrial* trial =
       small_allreduce_trial_ && bytes <= PlanTrial::kMaxBytes ? &*small_allreduce_trial_ : nullptr;
   const topology::Plan& plan = trial == nullptr
@@ -123,7 +145,7 @@ void RoutedComm::allreduce(const domino_buffer_t& send, const domino_buffer_t& r
     // Agree on the slowest rank's time per plan, so every rank adopts the same one.
     std::vector<double> medians = trial->medians();
     domino_buffer_t times{medians.data(), medians.size(), DOMINO_FLOAT64, -1};
-    flat_inter_->allreduce(times, times, DOMINO_MAX);
+    flat_inter_->collective(make_call(Collective::kAllReduce, times, times, DOMINO_MAX));
     trial->adopt(medians);
     std::string summary;
     for (size_t i = 0; i < medians.size(); ++i) {
@@ -135,66 +157,6 @@ void RoutedComm::allreduce(const domino_buffer_t& send, const domino_buffer_t& r
                  " bytes across hosts take plan " + topology::plan_name(trial->winner()) +
                  " (measured: " + summary + ")");
   }
-}
-
-void RoutedComm::barrier() {
-  const domino_buffer_t none{nullptr, 0, DOMINO_UINT8, -1};
-  run(plan_for(Collective::kBarrier, 0), {Collective::kBarrier, none, none});
-}
-
-void RoutedComm::broadcast(const domino_buffer_t& buffer, int root) {
-  const size_t bytes = buffer.count * dtype_size(buffer.dtype);
-  const Call call{Collective::kBroadcast, buffer, buffer, DOMINO_SUM, root};
-  // A bad root is the flat communicator's to refuse, as it would be on one host.
-  const bool valid = root >= 0 && root < size_;
-  run(valid ? plan_for(Collective::kBroadcast, bytes) : flat_plan(Collective::kBroadcast, bytes),
-      call);
-}
-
-void RoutedComm::reduce(const domino_buffer_t& send, const domino_buffer_t& recv, domino_redop_t op,
-                        int root) {
-  const size_t bytes = send.count * dtype_size(send.dtype);
-  const bool valid = root >= 0 && root < size_;
-  run(valid ? plan_for(Collective::kReduce, bytes) : flat_plan(Collective::kReduce, bytes),
-      {Collective::kReduce, send, recv, op, root});
-}
-
-void RoutedComm::allgather(const domino_buffer_t& send, const domino_buffer_t& recv) {
-  run(plan_for(Collective::kAllGather, send.count * dtype_size(send.dtype)),
-      {Collective::kAllGather, send, recv});
-}
-
-void RoutedComm::reduce_scatter(const domino_buffer_t& send, const domino_buffer_t& recv,
-                                domino_redop_t op) {
-  run(plan_for(Collective::kReduceScatter, recv.count * dtype_size(recv.dtype)),
-      {Collective::kReduceScatter, send, recv, op});
-}
-
-void RoutedComm::gather(const domino_buffer_t& send, const domino_buffer_t& recv, int root) {
-  const size_t bytes = send.count * dtype_size(send.dtype);
-  const bool valid = root >= 0 && root < size_;
-  run(valid ? plan_for(Collective::kGather, bytes) : flat_plan(Collective::kGather, bytes),
-      {Collective::kGather, send, recv, DOMINO_SUM, root});
-}
-
-void RoutedComm::scatter(const domino_buffer_t& send, const domino_buffer_t& recv, int root) {
-  const size_t bytes = recv.count * dtype_size(recv.dtype);
-  const bool valid = root >= 0 && root < size_;
-  run(valid ? plan_for(Collective::kScatter, bytes) : flat_plan(Collective::kScatter, bytes),
-      {Collective::kScatter, send, recv, DOMINO_SUM, root});
-}
-
-void RoutedComm::alltoall(const domino_buffer_t& send, const uint64_t* send_counts,
-                          const uint64_t* send_offsets, const domino_buffer_t& recv_buffer,
-                          const uint64_t* recv_counts, const uint64_t* recv_offsets) {
-  // Counts and offsets per peer: no plan but the flat one takes them. The router chooses an
-  // all-to-all's algorithm by the number of ranks alone (ranks send different amounts), so one
-  // cached plan serves every size.
-  domino_buffer_t recv = recv_buffer;
-  const topology::Plan& plan = flat_plan(Collective::kAllToAll, 0);
-  last_plan_ = topology::plan_name(plan.kind);
-  flat_comm(plan.kind).alltoall(send, send_counts, send_offsets, recv, recv_counts, recv_offsets,
-                                plan.steps.front().algorithm);
 }
 
 void RoutedComm::send(const domino_buffer_t& buffer_in, int peer, int tag) {

@@ -50,20 +50,9 @@ class RoutedComm {
   RoutedComm(const topology::Router& router, int rank, const Factory& make,
              std::shared_ptr<Memory> memory = nullptr, ThreadPlacement rail_thread = {});
 
-  void allreduce(const domino_buffer_t& send, const domino_buffer_t& recv_buffer,
-                 domino_redop_t op);
-  void barrier();
-  void broadcast(const domino_buffer_t& buffer_in, int root);
-  void reduce(const domino_buffer_t& send, const domino_buffer_t& recv_buffer, domino_redop_t op,
-              int root);
-  void allgather(const domino_buffer_t& send, const domino_buffer_t& recv_buffer);
-  void reduce_scatter(const domino_buffer_t& send, const domino_buffer_t& recv_buffer,
-                      domino_redop_t op);
-  void gather(const domino_buffer_t& send, const domino_buffer_t& recv_buffer, int root);
-  void scatter(const domino_buffer_t& send, const domino_buffer_t& recv_buffer, int root);
-  void alltoall(const domino_buffer_t& send, const uint64_t* send_counts,
-                const uint64_t* send_offsets, const domino_buffer_t& recv_buffer,
-                const uint64_t* recv_counts, const uint64_t* recv_offsets);
+  // Runs call (any collective; make_call builds one) by the plan the router gives its op and
+  // size. An all-to-all carries its counts and offsets and runs flat.
+  void collective(const domino_call_t& call);
   void send(const domino_buffer_t& buffer_in, int peer, int tag);
   int recv(const domino_buffer_t& buffer_in, int peer, int tag);
 
@@ -86,6 +75,8 @@ class RoutedComm {
     domino_redop_t redop = DOMINO_SUM;
     int root = -1;
   };
+  // An all-reduce of bytes: small ones across hosts go through the plan trial.
+  void allreduce(const Call& call, size_t bytes);
   // The plan op takes for bytes (of kind, where a plan trial decides), the router's, kept: a
   // plan depends on nothing else, and a collective's hot path should not price plans.
   const topology::Plan& plan_for(topology::Collective op, size_t bytes,

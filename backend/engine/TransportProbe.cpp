@@ -55,7 +55,9 @@ topology::TransportCost probe_transport(Communicator& comm, int comm_rank) {
 }
 
 topology::TransportCost probe_transport_by_collectives(Communicator& comm) {
-  auto all_reduce = [&](domino_buffer_t& buffer) { comm.allreduce(buffer, buffer, DOMINO_SUM); };
+  auto all_reduce = [&](domino_buffer_t& buffer) {
+    comm.collective(make_call(topology::Collective::kAllReduce, buffer, buffer));
+  };
   const double small = median_time(8, kSmallTrips, all_reduce);
   // An all-reduce of n bytes between two ranks: two latencies and n bytes of bandwidth.
   return cost_from(small / 2, median_time(kLargeBytes, kLargeTrips, all_reduce) - small / 2);

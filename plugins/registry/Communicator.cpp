@@ -135,21 +135,61 @@ void Communicator::unsupported(const char* op) const {
                                                    "or DOMINO_INTER_TRANSPORT");
 }
 
-template <class Entry, class... Args>
-bool Communicator::native(Entry entry, const char* op, const domino_buffer_t& memory,
-                          Args... args) {
+namespace {
+// A plugin's own entry for an op, the ABI's entries from before collective_with, called with a
+// call's arguments; kAbsent where the plugin leaves it NULL. Indexed by topology::Collective.
+constexpr int kAbsent = -1000;
+using NativeEntry = int (*)(const domino_plugin_t&, domino_comm_t*, const domino_call_t&, char*,
+                            size_t);
+constexpr NativeEntry kNativeEntries[] = {
+    [](const domino_plugin_t& p, domino_comm_t* c, const domino_call_t& k, char* e, size_t n) {
+      return p.allreduce ? p.allreduce(c, k.send, k.recv, k.redop, e, n) : kAbsent;
+    },
+    [](const domino_plugin_t& p, domino_comm_t* c, const domino_call_t& k, char* e, size_t n) {
+      return p.broadcast ? p.broadcast(c, k.recv, k.root, e, n) : kAbsent;
+    },
+    [](const domino_plugin_t& p, domino_comm_t* c, const domino_call_t& k, char* e, size_t n) {
+      return p.reduce ? p.reduce(c, k.send, k.recv, k.redop, k.root, e, n) : kAbsent;
+    },
+    [](const domino_plugin_t& p, domino_comm_t* c, const domino_call_t& k, char* e, size_t n) {
+      return p.allgather ? p.allgather(c, k.send, k.recv, e, n) : kAbsent;
+    },
+    [](const domino_plugin_t& p, domino_comm_t* c, const domino_call_t& k, char* e, size_t n) {
+      return p.reduce_scatter ? p.reduce_scatter(c, k.send, k.recv, k.redop, e, n) : kAbsent;
+    },
+    [](const domino_plugin_t& p, domino_comm_t* c, const domino_call_t& k, char* e, size_t n) {
+      return p.gather ? p.gather(c, k.send, k.recv, k.root, e, n) : kAbsent;
+    },
+    [](const domino_plugin_t& p, domino_comm_t* c, const domino_call_t& k, char* e, size_t n) {
+      return p.scatter ? p.scatter(c, k.send, k.recv, k.root, e, n) : kAbsent;
+    },
+    [](const domino_plugin_t& p, domino_comm_t* c, const domino_call_t& k, char* e, size_t n) {
+      return p.alltoall ? p.alltoall(c, k.send, k.send_counts, k.send_offsets, k.recv,
+                                     k.recv_counts, k.recv_offsets, e, n)
+                        : kAbsent;
+    },
+    [](const domino_plugin_t& p, domino_comm_t* c, const domino_call_t&, char* e, size_t n) {
+      return p.barrier ? p.barrier(c, e, n) : kAbsent;
+    },
+};
+static_assert(std::size(kNativeEntries) == topology::kCollectiveCount,
+              "one native entry per collective, in DOMINO_COLLECTIVES' order");
+}  // namespace
+
+bool Communicator::native(const domino_call_t& call, const domino_buffer_t& memory) {
+  const auto op = static_cast<topology::Collective>(call.op);
   const bool links = memory.device < 0 && PluginLinks::available(plugin_);
-  if (entry == nullptr) {
-    if (!links) unsupported(op);
-    return false;
-  }
   char err[kErrorBytes];
   err[0] = '\0';  // not 4 KiB zeroed per call: plugins write a message only on failure
-  const int status = entry(comm_, args..., err, sizeof err);
+  const int status = kNativeEntries[call.op](*plugin_, comm_, call, err, sizeof err);
   if (status == DOMINO_OK) return true;
+  if (status == kAbsent) {
+    if (!links) unsupported(topology::entry_name(op));
+    return false;
+  }
   // Refused (a dtype or reduction it lacks, the same on every rank): the links serve it.
   if (status == DOMINO_ERR_UNSUPPORTED && links) return false;
-  raise(plugin_, status, err, op);
+  raise(plugin_, status, err, topology::entry_name(op));
 }
 
 bool Communicator::by_name(const domino_call_t& call, const std::string& algorithm,
@@ -214,97 +254,30 @@ void Communicator::over_links(const domino_call_t& call, std::string_view algori
   algorithms::run_algorithm(l, chosen, call);
 }
 
-namespace {
-domino_call_t call_of(topology::Collective op, const domino_buffer_t* send, domino_buffer_t* recv,
-                      domino_redop_t redop = DOMINO_SUM, int root = -1) {
+domino_call_t make_call(topology::Collective op, const domino_buffer_t& send, domino_buffer_t& recv,
+                        domino_redop_t redop, int root) {
   domino_call_t call{};
   call.op = static_cast<uint32_t>(op);
-  call.send = send;
-  call.recv = recv;
+  call.send = &send;
+  call.recv = &recv;
   call.redop = redop;
   call.root = static_cast<int32_t>(root);
   return call;
 }
-}  // namespace
 
-void Communicator::allreduce(const domino_buffer_t& send, domino_buffer_t& recv, domino_redop_t op,
-                             const std::string& algorithm) {
-  const domino_call_t call = call_of(topology::Collective::kAllReduce, &send, &recv, op);
-  if (by_name(call, algorithm, recv)) return;
-  if (native(plugin_->allreduce, "allreduce", recv, &send, &recv, op)) return;
-  over_links(call, {});
-}
-
-void Communicator::barrier(const std::string& algorithm) {
-  domino_buffer_t host{nullptr, 0, DOMINO_UINT8, -1};
-  const domino_call_t call = call_of(topology::Collective::kBarrier, &host, &host);
-  if (by_name(call, algorithm, host)) return;
-  if (native(plugin_->barrier, "barrier", host)) return;
-  over_links(call, {});
-}
-
-void Communicator::broadcast(domino_buffer_t& buffer, int root, const std::string& algorithm) {
-  const domino_call_t call =
-      call_of(topology::Collective::kBroadcast, &buffer, &buffer, DOMINO_SUM, root);
-  if (by_name(call, algorithm, buffer)) return;
-  if (native(plugin_->broadcast, "broadcast", buffer, &buffer, static_cast<int32_t>(root))) return;
-  over_links(call, {});
-}
-
-void Communicator::reduce(const domino_buffer_t& send, domino_buffer_t& recv, domino_redop_t op,
-                          int root, const std::string& algorithm) {
-  const domino_call_t call = call_of(topology::Collective::kReduce, &send, &recv, op, root);
-  if (by_name(call, algorithm, send)) return;
-  if (native(plugin_->reduce, "reduce", send, &send, &recv, op, static_cast<int32_t>(root))) return;
-  over_links(call, {});
-}
-
-void Communicator::allgather(const domino_buffer_t& send, domino_buffer_t& recv,
-                             const std::string& algorithm) {
-  const domino_call_t call = call_of(topology::Collective::kAllGather, &send, &recv);
-  if (by_name(call, algorithm, recv)) return;
-  if (native(plugin_->allgather, "allgather", recv, &send, &recv)) return;
-  over_links(call, {});
-}
-
-void Communicator::reduce_scatter(const domino_buffer_t& send, domino_buffer_t& recv,
-                                  domino_redop_t op, const std::string& algorithm) {
-  const domino_call_t call = call_of(topology::Collective::kReduceScatter, &send, &recv, op);
-  if (by_name(call, algorithm, recv)) return;
-  if (native(plugin_->reduce_scatter, "reduce_scatter", recv, &send, &recv, op)) return;
-  over_links(call, {});
-}
-
-void Communicator::gather(const domino_buffer_t& send, domino_buffer_t& recv, int root,
-                          const std::string& algorithm) {
-  const domino_call_t call = call_of(topology::Collective::kGather, &send, &recv, DOMINO_SUM, root);
-  if (by_name(call, algorithm, send)) return;
-  if (native(plugin_->gather, "gather", send, &send, &recv, static_cast<int32_t>(root))) return;
-  over_links(call, {});
-}
-
-void Communicator::scatter(const domino_buffer_t& send, domino_buffer_t& recv, int root,
-                           const std::string& algorithm) {
-  const domino_call_t call =
-      call_of(topology::Collective::kScatter, &send, &recv, DOMINO_SUM, root);
-  if (by_name(call, algorithm, recv)) return;
-  if (native(plugin_->scatter, "scatter", recv, &send, &recv, static_cast<int32_t>(root))) return;
-  over_links(call, {});
-}
-
-void Communicator::alltoall(const domino_buffer_t& send, const uint64_t* send_counts,
-                            const uint64_t* send_offsets, domino_buffer_t& recv,
-                            const uint64_t* recv_counts, const uint64_t* recv_offsets,
-                            const std::string& algorithm) {
-  domino_call_t call = call_of(topology::Collective::kAllToAll, &send, &recv);
-  call.send_counts = send_counts;
-  call.send_offsets = send_offsets;
-  call.recv_counts = recv_counts;
-  call.recv_offsets = recv_offsets;
-  if (by_name(call, algorithm, send)) return;
-  if (native(plugin_->alltoall, "alltoall", send, &send, send_counts, send_offsets, &recv,
-             recv_counts, recv_offsets))
-    return;
+void Communicator::collective(const domino_call_t& call, const std::string& algorithm) {
+  if (call.op >= topology::kCollectiveCount) {
+    throw TransportError(DOMINO_ERR_INVALID, "no collective has op code " +
+                                                 std::to_string(call.op) + " (transport '" +
+                                                 plugin_->name + "', group " + group_ + ")");
+  }
+  const auto op = static_cast<topology::Collective>(call.op);
+  // The buffer whose memory and dtype the op's message has (a barrier has none).
+  static const domino_buffer_t kNone{nullptr, 0, DOMINO_UINT8, -1};
+  const domino_buffer_t* sized = topology::sized_by_output(op) ? call.recv : call.send;
+  const domino_buffer_t& memory = sized != nullptr ? *sized : kNone;
+  if (by_name(call, algorithm, memory)) return;
+  if (native(call, memory)) return;
   over_links(call, {});
 }
 

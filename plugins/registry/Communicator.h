@@ -13,10 +13,15 @@
 
 #include "domino/plugin.h"
 #include "plugins/algorithms/AlgorithmChoice.h"
+#include "topology/Collectives.h"
 
 namespace domino {
 
 class PluginLinks;
+
+// The descriptor of one collective over the caller's buffers (which must outlive it).
+domino_call_t make_call(topology::Collective op, const domino_buffer_t& send, domino_buffer_t& recv,
+                        domino_redop_t redop = DOMINO_SUM, int root = -1);
 
 class Communicator {
  public:
@@ -44,27 +49,12 @@ class Communicator {
   // transport keeps the one it was created with.
   bool set_timeout(int64_t timeout_ms);
 
-  // algorithm: what the router chose for this call, by its table name (AlgorithmTable.h), for
-  // the plugin's collective_with (allreduce_with for an all-reduce), else over its links where
-  // it has them; empty, or a name it cannot take: the transport's own choice (or the one forced
-  // at creation).
-  void allreduce(const domino_buffer_t& send, domino_buffer_t& recv, domino_redop_t op,
-                 const std::string& algorithm = {});
-  void barrier(const std::string& algorithm = {});
-  void broadcast(domino_buffer_t& buffer, int root, const std::string& algorithm = {});
-  void reduce(const domino_buffer_t& send, domino_buffer_t& recv, domino_redop_t op, int root,
-              const std::string& algorithm = {});
-  void allgather(const domino_buffer_t& send, domino_buffer_t& recv,
-                 const std::string& algorithm = {});
-  void reduce_scatter(const domino_buffer_t& send, domino_buffer_t& recv, domino_redop_t op,
-                      const std::string& algorithm = {});
-  void gather(const domino_buffer_t& send, domino_buffer_t& recv, int root,
-              const std::string& algorithm = {});
-  void scatter(const domino_buffer_t& send, domino_buffer_t& recv, int root,
-               const std::string& algorithm = {});
-  void alltoall(const domino_buffer_t& send, const uint64_t* send_counts,
-                const uint64_t* send_offsets, domino_buffer_t& recv, const uint64_t* recv_counts,
-                const uint64_t* recv_offsets, const std::string& algorithm = {});
+  // Runs call, any collective (the ABI's descriptor, whose op is a topology::Collective), by
+  // algorithm: what the router chose for it, by its table name (AlgorithmTable.h), for the
+  // plugin's collective_with (allreduce_with for an all-reduce), else over its links where it
+  // has them; empty, or a name it cannot take: the plugin's own entry for the op, and where it
+  // has none or refuses the call, the shared algorithm over its links (host memory).
+  void collective(const domino_call_t& call, const std::string& algorithm = {});
   void send(const domino_buffer_t& buffer, int peer, int tag);
   // peer < 0: any source. Returns the sender.
   int recv(domino_buffer_t& buffer, int peer, int tag);
@@ -78,10 +68,9 @@ class Communicator {
                const domino_comm_config_t& config);
   void remember(const domino_comm_config_t& config);
   [[noreturn]] void unsupported(const char* op) const;
-  // Runs the plugin's own collective; false where it has none, or refuses the call as
+  // Runs the plugin's own entry for call's op; false where it has none, or refuses the call as
   // unsupported, and its links can serve `memory` (host memory) instead.
-  template <class Entry, class... Args>
-  bool native(Entry entry, const char* op, const domino_buffer_t& memory, Args... args);
+  bool native(const domino_call_t& call, const domino_buffer_t& memory);
   // Runs call by the router's algorithm: through the plugin's collective_with, else (for an
   // all-reduce) its allreduce_with, else over its links where the name is an algorithm over
   // links; false where none took it (the caller then runs the op's own entry). A plugin's

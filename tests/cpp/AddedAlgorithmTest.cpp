@@ -18,6 +18,7 @@
 #include "plugins/common/Reduction.h"
 #include "plugins/registry/Communicator.h"
 #include "plugins/registry/PluginRegistry.h"
+#include "support/CheckedComm.h"
 #include "support/CollectiveChecks.h"
 #include "support/RoutedGroup.h"
 #include "topology/RoutingReport.h"
@@ -116,7 +117,7 @@ TEST(AddedAlgorithm, ItRunsOverUcxWhenTheRouterHandsItDown) {
             for (size_t i = 0; i < n; ++i) want[i] += testing::v(r, i);
           }
           const int before = star_runs.load();
-          comm.allreduce(testing::buf(data), testing::buf(data), DOMINO_SUM);
+          testing::CheckedComm{comm}.allreduce(testing::buf(data), testing::buf(data), DOMINO_SUM);
           if (auto e = testing::expect_eq(data, want, "allreduce"); !e.empty()) return e;
           // Small messages: the star (the router's choice); 8 MiB: a bandwidth-optimal one.
           const bool ran = star_runs.load() > before;
@@ -146,7 +147,7 @@ TEST(AddedAlgorithm, OnOneHostItRunsOverSharedMemorysLinksWhenForced) {
             for (size_t i = 0; i < n; ++i) want[i] += testing::v(r, i);
           }
           const int before = star_runs.load();
-          comm.allreduce(testing::buf(data), testing::buf(data), DOMINO_SUM);
+          testing::CheckedComm{comm}.allreduce(testing::buf(data), testing::buf(data), DOMINO_SUM);
           if (auto e = testing::expect_eq(data, want, "allreduce"); !e.empty()) return e;
           if (star_runs.load() == before) return "the star did not run for " + std::to_string(n);
         }
@@ -175,7 +176,9 @@ TEST(AddedAlgorithm, APluginWithOnlyLinksRunsItByName) {
         Communicator comm(mailbox, config);
         std::vector<double> data(1001, r + 1.0);
         domino_buffer_t b{data.data(), data.size(), DOMINO_FLOAT64, -1};
-        comm.allreduce(b, b, DOMINO_AVG, "star");
+        comm.collective(
+            domino::make_call(domino::topology::Collective::kAllReduce, b, b, DOMINO_AVG),
+            std::string("star"));
         for (double x : data) {
           if (x != 2.0) outcome[static_cast<size_t>(r)] = "AVG gave " + std::to_string(x);
         }

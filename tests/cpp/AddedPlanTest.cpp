@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "support/CheckedComm.h"
 #include "support/CollectiveChecks.h"
 #include "support/RoutedGroup.h"
 #include "topology/PlanTemplates.h"
@@ -96,7 +97,7 @@ TEST_F(AddedPlan, TheExecutorRunsItPipelinedFromEveryRoot) {
           for (size_t i = 0; i < n; ++i) mine[i] = testing::v(rank, i);
           for (int root = 0; root < size; ++root) {
             std::vector<int64_t> all(rank == root ? n * static_cast<size_t>(size) : 0, -1);
-            comm.gather(testing::buf(mine), testing::buf(all), root);
+            testing::CheckedComm{comm}.gather(testing::buf(mine), testing::buf(all), root);
             if (comm.last_plan() != "hierarchical") return "gather took " + comm.last_plan();
             if (rank != root) continue;
             std::vector<int64_t> want(all.size());

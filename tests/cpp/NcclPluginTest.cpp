@@ -73,23 +73,31 @@ TEST(NcclPlugin, OneRankAllReduceSplitAndBarrierOnTheDevice) {
   ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&data), sizeof(float) * host.size()), cudaSuccess);
   cudaMemcpy(data, host.data(), sizeof(float) * host.size(), cudaMemcpyHostToDevice);
   domino_buffer_t buffer{data, host.size(), DOMINO_FLOAT32, 0};
-  comm->allreduce(buffer, buffer, DOMINO_AVG);
+  comm->collective(
+      domino::make_call(domino::topology::Collective::kAllReduce, buffer, buffer, DOMINO_AVG));
   std::unique_ptr<Communicator> half = comm->split(0, 0, config);
   ASSERT_NE(half, nullptr);
-  half->allreduce(buffer, buffer, DOMINO_SUM);
-  half->barrier();  // host-blocking: everything before it on the stream is done
+  half->collective(
+      domino::make_call(domino::topology::Collective::kAllReduce, buffer, buffer, DOMINO_SUM));
+  {
+    domino_buffer_t none{nullptr, 0, DOMINO_UINT8, -1};
+    half->collective(domino::make_call(domino::topology::Collective::kBarrier, none, none));
+  }  // host-blocking: everything before it on the stream is done
   ASSERT_EQ(cudaStreamQuery(stream), cudaSuccess);
   std::vector<float> out(host.size());
   cudaMemcpy(out.data(), data, sizeof(float) * out.size(), cudaMemcpyDeviceToHost);
   EXPECT_EQ(out, host);
   // NCCL has no bitwise reductions: a clear refusal, not a wrong answer.
   domino_buffer_t ints{data, 1, DOMINO_INT32, 0};
-  EXPECT_THROW(comm->allreduce(ints, ints, DOMINO_BXOR), TransportError);
+  EXPECT_THROW(comm->collective(domino::make_call(domino::topology::Collective::kAllReduce, ints,
+                                                  ints, DOMINO_BXOR)),
+               TransportError);
   half.reset();
   // Abort (the watchdog's way out) ends the communicator: later ops fail at once, naming why.
   EXPECT_TRUE(comm->abort());
   try {
-    comm->allreduce(buffer, buffer, DOMINO_SUM);
+    comm->collective(
+        domino::make_call(domino::topology::Collective::kAllReduce, buffer, buffer, DOMINO_SUM));
     ADD_FAILURE() << "an aborted communicator ran an all-reduce";
   } catch (const TransportError& e) {
     EXPECT_EQ(e.status(), DOMINO_ERR_PEER);

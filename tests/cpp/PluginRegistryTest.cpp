@@ -35,7 +35,8 @@ TEST(PluginRegistry, LoadsAPluginLibraryFromTheSearchPath) {
   EXPECT_STREQ(comm.transport(), "echo");
   float in[3] = {1, 2, 3}, out[3] = {0, 0, 0};
   domino_buffer_t send{in, 3, DOMINO_FLOAT32, -1}, recv{out, 3, DOMINO_FLOAT32, -1};
-  comm.allreduce(send, recv, DOMINO_SUM);
+  comm.collective(
+      domino::make_call(domino::topology::Collective::kAllReduce, send, recv, DOMINO_SUM));
   EXPECT_EQ(out[2], 3.0f);
 }
 
@@ -88,7 +89,8 @@ TEST(PluginRegistry, LoadsAPluginBuiltForAnOlderAbiAndReadsOnlyItsEntries) {
   Communicator comm(old, config);
   std::vector<double> data(10, 2.5);
   domino_buffer_t b{data.data(), data.size(), DOMINO_FLOAT64, -1};
-  comm.allreduce(b, b, DOMINO_SUM, "ring");
+  comm.collective(domino::make_call(domino::topology::Collective::kAllReduce, b, b, DOMINO_SUM),
+                  std::string("ring"));
   EXPECT_EQ(data[0], 2.5);
 }
 

@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "engine/RoutedComm.h"
+#include "support/CheckedComm.h"
 #include "support/CollectiveChecks.h"
 #include "support/RoutedGroup.h"
 
@@ -33,7 +34,7 @@ std::string check_allreduce(int rank, int size, RoutedComm& comm, const char* ex
     for (int r = 0; r < size; ++r) {
       for (size_t i = 0; i < n; ++i) want[i] += v(r, i);
     }
-    comm.allreduce(buf(mine), buf(out), DOMINO_SUM);
+    testing::CheckedComm{comm}.allreduce(buf(mine), buf(out), DOMINO_SUM);
     if (auto e = expect_eq(out, want, "allreduce SUM"); !e.empty()) return e;
     if (expected_plan != nullptr && comm.last_plan() != expected_plan) {
       return "allreduce of " + std::to_string(n) + " took plan " + comm.last_plan() +
@@ -42,7 +43,7 @@ std::string check_allreduce(int rank, int size, RoutedComm& comm, const char* ex
     std::vector<double> f(n);
     for (size_t i = 0; i < n; ++i) f[i] = rank + 0.25 * static_cast<double>(i % 5);
     domino_buffer_t fb{f.data(), n, DOMINO_FLOAT64, -1};
-    comm.allreduce(fb, fb, DOMINO_AVG);
+    testing::CheckedComm{comm}.allreduce(fb, fb, DOMINO_AVG);
     for (size_t i = 0; i < n; ++i) {
       const double expected = (size - 1) / 2.0 + 0.25 * static_cast<double>(i % 5);
       if (std::fabs(f[i] - expected) > 1e-12) return "AVG element " + std::to_string(i) + " wrong";
@@ -68,14 +69,15 @@ std::string check_two_level_ops(int rank, int size, RoutedComm& comm, PlanKind p
     for (int r = 0; r < size; ++r) {
       for (size_t i = 0; i < n; ++i) want[static_cast<size_t>(r) * n + i] = v(r, i);
     }
-    comm.allgather(buf(mine), buf(all));
+    testing::CheckedComm{comm}.allgather(buf(mine), buf(all));
     if (auto e = expect_eq(all, want, "allgather"); !e.empty()) return e;
     if (auto e = took("allgather"); !e.empty()) return e;
     // Block r of every rank's input is meant for rank r; AVG divides by the group, once.
     std::vector<double> in(n * static_cast<size_t>(size)), out(n, -1);
     for (size_t j = 0; j < in.size(); ++j) in[j] = rank + 0.5 * static_cast<double>(j % 7);
-    comm.reduce_scatter({in.data(), in.size(), DOMINO_FLOAT64, -1},
-                        {out.data(), out.size(), DOMINO_FLOAT64, -1}, DOMINO_AVG);
+    testing::CheckedComm{comm}.reduce_scatter({in.data(), in.size(), DOMINO_FLOAT64, -1},
+                                              {out.data(), out.size(), DOMINO_FLOAT64, -1},
+                                              DOMINO_AVG);
     for (size_t i = 0; i < n; ++i) {
       const size_t j = static_cast<size_t>(rank) * n + i;
       const double expected = (size - 1) / 2.0 + 0.5 * static_cast<double>(j % 7);
@@ -89,14 +91,14 @@ std::string check_two_level_ops(int rank, int size, RoutedComm& comm, PlanKind p
         data[i] = rank == root ? v(root, i) : -1;
         expected[i] = v(root, i);
       }
-      comm.broadcast(buf(data), root);
+      testing::CheckedComm{comm}.broadcast(buf(data), root);
       if (auto e = expect_eq(data, expected, "broadcast"); !e.empty()) return e + from;
       if (auto e = took("broadcast"); !e.empty()) return e;
       // Only the root's output is written; AVG divides there once.
       std::vector<double> values(n), result(n, -7);
       for (size_t i = 0; i < n; ++i) values[i] = rank + 0.25 * static_cast<double>(i % 3);
-      comm.reduce({values.data(), n, DOMINO_FLOAT64, -1}, {result.data(), n, DOMINO_FLOAT64, -1},
-                  DOMINO_AVG, root);
+      testing::CheckedComm{comm}.reduce({values.data(), n, DOMINO_FLOAT64, -1},
+                                        {result.data(), n, DOMINO_FLOAT64, -1}, DOMINO_AVG, root);
       for (size_t i = 0; i < n; ++i) {
         const double expected_value =
             rank == root ? (size - 1) / 2.0 + 0.25 * static_cast<double>(i % 3) : -7;
@@ -132,7 +134,8 @@ TEST_P(RoutedCommLayouts, EveryOpMatchesALocalReference) {
         std::string e =
             check_allreduce(rank, size, comm, takes ? topology::plan_name(plan) : nullptr);
         if (e.empty()) e = check_two_level_ops(rank, size, comm, plan, layout.uniform);
-        return e.empty() ? testing::run_all_collectives(rank, size, comm) : e;
+        testing::CheckedComm checked{comm};
+        return e.empty() ? testing::run_all_collectives(rank, size, checked) : e;
       });
   for (int r = 0; r < size; ++r) {
     EXPECT_EQ(outcomes[r].exit_code, 0) << "rank " << r << ": " << outcomes[r].message;
@@ -149,7 +152,7 @@ TEST(RoutedComm, SmallAllReducesTryEachPlanThenAllRanksAdoptTheSame) {
         for (int call = 0; call < trial_calls + 5; ++call) {
           std::vector<int64_t> data(16, rank + call), want(16, 0);
           for (int r = 0; r < size; ++r) want.assign(16, want[0] + r + call);
-          comm.allreduce(buf(data), buf(data), DOMINO_SUM);
+          testing::CheckedComm{comm}.allreduce(buf(data), buf(data), DOMINO_SUM);
           if (auto e = expect_eq(data, want, "allreduce"); !e.empty()) return e;
           plans.push_back(comm.last_plan());
         }
@@ -157,7 +160,7 @@ TEST(RoutedComm, SmallAllReducesTryEachPlanThenAllRanksAdoptTheSame) {
         std::vector<int64_t> mine(
             1, static_cast<int64_t>(std::hash<std::string>{}(plans.back()) % 1000));
         std::vector<int64_t> all(static_cast<size_t>(size));
-        comm.allgather(buf(mine), buf(all));
+        testing::CheckedComm{comm}.allgather(buf(mine), buf(all));
         for (int64_t other : all) {
           if (other != mine[0]) return "ranks adopted different plans; this one " + plans.back();
         }

@@ -141,9 +141,12 @@ TEST(ShmLinks, EachAlgorithmHandedDownRunsOverTheLinksAndMatchesTheFusedPath) {
             domino_buffer_t d{data.data(), n, DOMINO_FLOAT32, -1};
             domino_buffer_t f{fused.data(), n, DOMINO_FLOAT32, -1};
             const int before = link_waits;
-            comm.allreduce(d, d, DOMINO_SUM, name);
+            comm.collective(
+                domino::make_call(domino::topology::Collective::kAllReduce, d, d, DOMINO_SUM),
+                std::string(name));
             const int named = link_waits;
-            comm.allreduce(f, f, DOMINO_SUM);
+            comm.collective(
+                domino::make_call(domino::topology::Collective::kAllReduce, f, f, DOMINO_SUM));
             // The named call ran over the links, the other on the fused path.
             if (named == before || link_waits != named) {
               return std::string(name) + " at " + std::to_string(n) +
@@ -167,12 +170,18 @@ TEST(ShmLinks, RanksThatDisagreeOnTheCountAreToldAndTheGroupStops) {
         std::vector<int64_t> data(rank == 0 ? 100 : 101, 1);
         domino_buffer_t b = testing::buf(data);
         try {
-          comm.allreduce(b, b, DOMINO_SUM, "recursive_doubling");
+          comm.collective(
+              domino::make_call(domino::topology::Collective::kAllReduce, b, b, DOMINO_SUM),
+              std::string("recursive_doubling"));
           return std::string("returned");
         } catch (const TransportError& e) {
           std::string said = e.what();
           try {
-            comm.barrier();
+            {
+              domino_buffer_t none{nullptr, 0, DOMINO_UINT8, -1};
+              comm.collective(
+                  domino::make_call(domino::topology::Collective::kBarrier, none, none));
+            }
             return said + " | and a later barrier ran";
           } catch (const TransportError& later) {
             return said + " | later: " + later.what();
@@ -191,7 +200,9 @@ TEST(ShmLinks, APeerKilledMidwayIsNamedAndTheGroupRefusesLaterCalls) {
       run_registry(domino_shm_plugin(), 3, nullptr, 20000, [](int rank, Communicator& comm) {
         std::vector<float> data(4u << 20, 1.0f);  // 16 MiB: many passes through each ring
         domino_buffer_t b{data.data(), data.size(), DOMINO_FLOAT32, -1};
-        comm.allreduce(b, b, DOMINO_SUM, "ring");  // all arrive and finish once
+        comm.collective(
+            domino::make_call(domino::topology::Collective::kAllReduce, b, b, DOMINO_SUM),
+            std::string("ring"));  // all arrive and finish once
         if (rank == 2) {
           std::thread([] {
             std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -199,12 +210,16 @@ TEST(ShmLinks, APeerKilledMidwayIsNamedAndTheGroupRefusesLaterCalls) {
           }).detach();
         }
         try {
-          for (int i = 0; i < 1000; ++i) comm.allreduce(b, b, DOMINO_SUM, "ring");
+          for (int i = 0; i < 1000; ++i)
+            comm.collective(
+                domino::make_call(domino::topology::Collective::kAllReduce, b, b, DOMINO_SUM),
+                std::string("ring"));
           return std::string("returned");
         } catch (const TransportError& e) {
           std::string said = e.what();
           try {
-            comm.allreduce(b, b, DOMINO_SUM);
+            comm.collective(
+                domino::make_call(domino::topology::Collective::kAllReduce, b, b, DOMINO_SUM));
             return said + " | and a later all-reduce ran";
           } catch (const TransportError& later) {
             return said + " | later: " + later.what();
@@ -232,7 +247,8 @@ TEST(ShmLinks, APeerThatNeverCallsIsNamedWithinTheTimeout) {
         }
         try {
           domino_buffer_t b = testing::buf(data);
-          comm.allreduce(b, b, DOMINO_SUM);
+          comm.collective(
+              domino::make_call(domino::topology::Collective::kAllReduce, b, b, DOMINO_SUM));
           return std::string("returned");
         } catch (const TransportError& e) {
           return std::string(e.what());
