@@ -71,12 +71,15 @@ class ProgressLane {
   // Runs fn on the caller, which claimed the lane (running_), then releases it.
   template <class Fn>
   void run_claimed(Fn&& fn) {
-    {
-      // The caller's own thread runs its op and has nothing else to do until it ends.
-      SpinMayYield caller_waits;
-      fn();
-    }
-    finish_one();
+    // Released even if fn throws (a job's own handler can fail to allocate): a lane left
+    // claimed would never run another job.
+    struct Release {
+      ProgressLane* lane;
+      ~Release() { lane->finish_one(); }
+    } release{this};
+    // The caller's own thread runs its op and has nothing else to do until it ends.
+    SpinMayYield caller_waits;
+    fn();
   }
 
   std::mutex mutex_;
