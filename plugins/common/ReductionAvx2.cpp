@@ -20,12 +20,11 @@ struct Lanes {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   }
   static void store_f16(uint16_t* p, F v) {
-    const __m128i rounded = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-    const __m128i nan16 =
-        _mm_packs_epi32(_mm256_castsi256_si128(nan), _mm256_extracti128_si256(nan, 1));
+    // A NaN becomes float32's quiet NaN first, which converts to float16's (0x7e00).
+    const F quiet = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fc00000));
+    const F canonical = _mm256_blendv_ps(v, quiet, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p),
-                     _mm_blendv_epi8(rounded, _mm_set1_epi16(kFloat16QuietNan), nan16));
+                     _mm256_cvtps_ph(canonical, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
   }
   static F load_bf16(const uint16_t* p) {
     const __m256i wide =
@@ -33,17 +32,42 @@ struct Lanes {
     return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
   }
   static void store_bf16(uint16_t* p, F v) {
-    // Round to nearest even; a NaN becomes the one quiet NaN (ReductionKernels.inl).
-    const __m256i u = _mm256_castps_si256(v);
-    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-    const __m256i rounded = _mm256_srli_epi32(
-        _mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb)), 16);
-    const __m256i magnitude = _mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff));
-    const __m256i nan = _mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32(0x7f800000));
-    const __m256i bits = _mm256_blendv_epi8(rounded, _mm256_set1_epi32(kBFloat16QuietNan), nan);
+    const __m256i bits = rounded_bf16(v);
     const __m128i packed =
         _mm_packus_epi32(_mm256_castsi256_si128(bits), _mm256_extracti128_si256(bits, 1));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p), packed);
+  }
+  static void load_pair_f16(const uint16_t* p, F& a, F& b) {
+    a = load_f16(p);
+    b = load_f16(p + kWidth);
+  }
+  static void store_pair_f16(uint16_t* p, F a, F b) {
+    store_f16(p, a);
+    store_f16(p + kWidth, b);
+  }
+  // Sixteen elements in one load: interleaving zeros below each 16-bit value widens it in place.
+  // a holds elements 0-3 and 8-11, b 4-7 and 12-15, the order packus_epi32 restores.
+  static void load_pair_bf16(const uint16_t* p, F& a, F& b) {
+    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    a = _mm256_castsi256_ps(_mm256_unpacklo_epi16(_mm256_setzero_si256(), x));
+    b = _mm256_castsi256_ps(_mm256_unpackhi_epi16(_mm256_setzero_si256(), x));
+  }
+  static void store_pair_bf16(uint16_t* p, F a, F b) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p),
+                        _mm256_packus_epi32(rounded_bf16(a), rounded_bf16(b)));
+  }
+  // Round to nearest even into the low 16 bits of each lane; a NaN becomes the one quiet NaN
+  // (ReductionKernels.inl).
+  static __m256i rounded_bf16(F v) {
+    const __m256i u = _mm256_castps_si256(v);
+    // The kept part's lowest bit as 0 or 1, on the integer ports rather than the shift ports
+    // that widening and narrowing already keep busy.
+    const __m256i lsb =
+        _mm256_min_epu32(_mm256_and_si256(u, _mm256_set1_epi32(0x10000)), _mm256_set1_epi32(1));
+    const __m256i rounded = _mm256_srli_epi32(
+        _mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb)), 16);
+    const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    return _mm256_blendv_epi8(rounded, _mm256_set1_epi32(kBFloat16QuietNan), nan);
   }
   static F add(F a, F b) { return _mm256_add_ps(a, b); }
   static F mul(F a, F b) { return _mm256_mul_ps(a, b); }

@@ -6,8 +6,10 @@
 // comparisons, and a tail goes through the same vector code on a zero-padded copy.
 //
 // V provides: kWidth (float lanes), type F, load_bf16 / store_bf16 / load_f16 / store_f16 over
-// kWidth 16-bit elements, add, mul, min_first_if_less (a < b ? a : b), max_first_if_greater
-// (a > b ? a : b) and splat.
+// kWidth 16-bit elements, load_pair_bf16 / store_pair_bf16 / load_pair_f16 / store_pair_f16 over
+// 2 * kWidth (two vectors holding those elements in any order the pair's store undoes, since
+// every operation is per element), add, mul, min_first_if_less (a < b ? a : b),
+// max_first_if_greater (a > b ? a : b) and splat.
 
 namespace half {
 
@@ -20,6 +22,14 @@ struct Bf16 {
   static void store(uint16_t* p, typename V::F v) {
     V::store_bf16(p, v);
   }
+  template <class V>
+  static void load_pair(const uint16_t* p, typename V::F& a, typename V::F& b) {
+    V::load_pair_bf16(p, a, b);
+  }
+  template <class V>
+  static void store_pair(uint16_t* p, typename V::F a, typename V::F b) {
+    V::store_pair_bf16(p, a, b);
+  }
 };
 struct F16 {
   template <class V>
@@ -29,6 +39,14 @@ struct F16 {
   template <class V>
   static void store(uint16_t* p, typename V::F v) {
     V::store_f16(p, v);
+  }
+  template <class V>
+  static void load_pair(const uint16_t* p, typename V::F& a, typename V::F& b) {
+    V::load_pair_f16(p, a, b);
+  }
+  template <class V>
+  static void store_pair(uint16_t* p, typename V::F a, typename V::F b) {
+    V::store_pair_f16(p, a, b);
   }
 };
 
@@ -70,6 +88,24 @@ inline typename V::F reduce_at(const uint16_t* const* in, int n, size_t i, bool 
   return average ? V::mul(acc, scale) : acc;
 }
 
+// 2 * kWidth elements at offset i of every input, as the pair of vectors Format's load_pair gives.
+template <class V, class Format, class Op, int N>
+inline void reduce_pair_at(const uint16_t* const* in, int n, size_t i, bool average,
+                           typename V::F scale, typename V::F& a, typename V::F& b) {
+  const int inputs = N > 0 ? N : n;
+  Format::template load_pair<V>(in[0] + i, a, b);
+  for (int k = 1; k < inputs; ++k) {
+    typename V::F xa, xb;
+    Format::template load_pair<V>(in[k] + i, xa, xb);
+    a = Op::template apply<V>(a, xa);
+    b = Op::template apply<V>(b, xb);
+  }
+  if (average) {
+    a = V::mul(a, scale);
+    b = V::mul(b, scale);
+  }
+}
+
 // average: the result multiplied by factor (1 / inputs for AVG, 1 / divisor for a division).
 template <class V, class Format, class Op, int N>
 void reduce_inputs(uint16_t* out, const uint16_t* const* in, int n, size_t count, bool average,
@@ -78,13 +114,13 @@ void reduce_inputs(uint16_t* out, const uint16_t* const* in, int n, size_t count
   const int inputs = N > 0 ? N : n;
   const typename V::F scale = V::splat(factor);
   size_t i = 0;
-  // Two vectors an iteration: their loads overlap. The output may be an input at the same index
-  // only, and each position is read before it is written.
+  // Two vectors an iteration: their loads overlap, and a pair widens and narrows in fewer
+  // shuffles than two singles. The output may be an input at the same index only, and each
+  // position is read before it is written.
   for (; i + 2 * W <= count; i += 2 * W) {
-    const typename V::F a = reduce_at<V, Format, Op, N>(in, n, i, average, scale);
-    const typename V::F b = reduce_at<V, Format, Op, N>(in, n, i + W, average, scale);
-    Format::template store<V>(out + i, a);
-    Format::template store<V>(out + i + W, b);
+    typename V::F a, b;
+    reduce_pair_at<V, Format, Op, N>(in, n, i, average, scale, a, b);
+    Format::template store_pair<V>(out + i, a, b);
   }
   for (; i + W <= count; i += W) {
     Format::template store<V>(out + i, reduce_at<V, Format, Op, N>(in, n, i, average, scale));
