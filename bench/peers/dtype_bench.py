@@ -11,15 +11,21 @@ Peers (bench only: `bash bench/peers/setup.sh` installs them outside the project
 - fake: torch's no-op `fake` backend (`torch.testing._internal.distributed.fake_pg`), whose
   all-reduce returns at once: the cost of c10d's dispatch from Python alone, the floor any
   backend pays;
-- gloo (not by default): torch's Gloo, over a group of its own, sharing the cores with domino's
-  progress threads here; `python -m torch_domino.bench` times it in processes of its own;
-- mpi, oneccl: not in this harness (MPI's bench is float32 only, `python -m torch_domino.bench`;
-  oneCCL is not wired yet).
+- oneccl: oneCCL 2022.2's C++ `ccl::allreduce` (Intel's CPU collectives, which torch-ccl
+  wrapped), built by setup.sh into a small library of our own (oneccl_peer.cpp) that the ranks
+  load with ctypes. Its calls skip c10d's dispatch, which the fake row prices. It runs with
+  shared memory between local ranks and progress on the calling thread (CCL_ATL_SHM=1,
+  CCL_WORKER_OFFLOAD=0, CCL_YIELD=sched_yield): its defaults, one worker thread per rank that
+  sleeps between ops, took 5 ms per call on 2 cores;
+- gloo: torch's Gloo, over a group of its own; here it shares the cores with domino's idle
+  progress threads, and `python -m torch_domino.bench` times it in processes of its own;
+- mpi: not in this harness. MPI has no bfloat16 or float16 datatype (MPI 4.1 none, Open MPI 4.1
+  none); its float32 bench is `python -m torch_domino.bench`.
 
-Every rank joins one domino process group; DeepSpeed's op and a Gloo group live beside it. For
-each size and dtype, each backend is timed in --repeats batches, the backends' order rotating
-every batch, so the machine's drift touches all alike; a batch's time is the slowest rank's, and
-the table keeps each backend's fastest batch. Sizes are bytes of the tensor. Writes dtypes.csv,
+Every rank joins one domino process group; DeepSpeed's op, oneCCL's communicator and a Gloo
+group live beside it. For each size, each backend and dtype is timed in --repeats batches, their
+order rotating every batch, so the machine's drift touches all alike; a batch's time is the
+slowest rank's, and the table keeps each backend's fastest batch. Sizes are bytes of the tensor. Writes dtypes.csv,
 dtypes.md and dtypes.png to --out.
 """
 
@@ -76,6 +82,8 @@ def worker(args: argparse.Namespace) -> None:
         if not hasattr(torch.ops.deepspeed, "inference_all_reduce_"):
             raise SystemExit("DeepSpeed's shared-memory op did not build: nothing to compare")
         calls["deepspeed"] = lambda x: dscomm.inference_all_reduce(x)
+    if "oneccl" in args.backends:
+        calls["oneccl"] = OneCclAllReduce(rank, world, gloo)
     slowest = torch.zeros(1, dtype=torch.float64)
 
     def max_over_ranks(seconds: float) -> float:
@@ -84,37 +92,84 @@ def worker(args: argparse.Namespace) -> None:
         return float(slowest[0])
 
     backends = [b for b in args.backends if b in calls]
-    for dtype_name in args.dtypes:
-        dtype = getattr(torch, dtype_name)
-        element = torch.tensor([], dtype=dtype).element_size()
-        for nbytes in sizes(args.min_bytes, args.max_bytes):
-            if nbytes < element:
-                continue
-            # Zeros: repeated in-place sums stay finite in every dtype.
-            x = torch.zeros(nbytes // element, dtype=dtype)
-            iters = {}
-            for b in backends:
-                for _ in range(5 if nbytes < (1 << 20) else 1):
-                    calls[b](x)
-                start = time.perf_counter()
+    # Every dtype of a size runs in the same rotation, so that 16-bit and float32 at the same
+    # bytes are compared under the same drift as the backends are.
+    for nbytes in sizes(args.min_bytes, args.max_bytes):
+        tensors = {}
+        for dtype_name in args.dtypes:
+            dtype = getattr(torch, dtype_name)
+            element = torch.tensor([], dtype=dtype).element_size()
+            if nbytes >= element:
+                # Zeros: repeated in-place sums stay finite in every dtype.
+                tensors[dtype_name] = torch.zeros(nbytes // element, dtype=dtype)
+        entries = [(d, b) for d in tensors for b in backends]
+        iters = {}
+        for d, b in entries:
+            x = tensors[d]
+            for _ in range(5 if nbytes < (1 << 20) else 1):
                 calls[b](x)
-                one = max_over_ranks(time.perf_counter() - start)
-                iters[b] = int(min(5000, max(1, args.seconds_per_size / args.repeats /
+            start = time.perf_counter()
+            calls[b](x)
+            one = max_over_ranks(time.perf_counter() - start)
+            iters[d, b] = int(min(5000, max(1, args.seconds_per_size / args.repeats /
                                                 max(one, 1e-7))))
-            best = {b: float("inf") for b in backends}
-            for rep in range(args.repeats):
-                for b in backends[rep % len(backends):] + backends[:rep % len(backends)]:
-                    dist.barrier(group=gloo)
-                    start = time.perf_counter()
-                    for _ in range(iters[b]):
-                        calls[b](x)
-                    best[b] = min(best[b], max_over_ranks((time.perf_counter() - start) / iters[b]))
-            if rank == 0:
-                for b in backends:
-                    print(MARK + json.dumps({"backend": b, "dtype": dtype_name, "world": world,
-                                             "bytes": nbytes, "time_us": best[b] * 1e6}),
-                          flush=True)
+        best = {e: float("inf") for e in entries}
+        for rep in range(args.repeats):
+            for d, b in entries[rep % len(entries):] + entries[:rep % len(entries)]:
+                x = tensors[d]
+                dist.barrier(group=gloo)
+                start = time.perf_counter()
+                for _ in range(iters[d, b]):
+                    calls[b](x)
+                best[d, b] = min(best[d, b],
+                                 max_over_ranks((time.perf_counter() - start) / iters[d, b]))
+        if rank == 0:
+            for d, b in entries:
+                print(MARK + json.dumps({"backend": b, "dtype": d, "world": world,
+                                         "bytes": nbytes, "time_us": best[d, b] * 1e6}),
+                      flush=True)
+    if "oneccl" in calls:
+        calls["oneccl"].close()
     dist.destroy_process_group()
+
+
+class OneCclAllReduce:
+    """oneCCL's in-place sum through bench/peers/oneccl_peer.cpp, joined over `group`."""
+
+    CODES = {"float32": 0, "bfloat16": 1, "float16": 2}
+
+    def __init__(self, rank: int, world: int, group) -> None:
+        import ctypes
+
+        import torch.distributed as dist
+
+        for name, value in (("CCL_ATL_SHM", "1"), ("CCL_WORKER_OFFLOAD", "0"),
+                            ("CCL_YIELD", "sched_yield"), ("CCL_LOG_LEVEL", "error"),
+                            ("CCL_LOCAL_RANK", str(rank)), ("CCL_LOCAL_SIZE", str(world))):
+            os.environ.setdefault(name, value)
+        lib = ctypes.CDLL(str(PEERS / "oneccl" / "liboneccl_peer.so"))
+        lib.oneccl_peer_all_reduce.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        lib.oneccl_peer_connect.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_char_p,
+                                            ctypes.c_int]
+        address = [None]
+        if rank == 0:
+            buffer = ctypes.create_string_buffer(1024)
+            length = lib.oneccl_peer_main_address(buffer, len(buffer))
+            if length <= 0:
+                raise SystemExit("oneCCL's key-value store did not start")
+            address = [buffer.raw[:length]]
+        dist.broadcast_object_list(address, src=0, group=group)
+        if lib.oneccl_peer_connect(rank, world, address[0], len(address[0])):
+            raise SystemExit(f"rank {rank}: oneCCL's communicator did not start")
+        self.lib = lib
+
+    def __call__(self, x) -> None:
+        code = self.CODES[str(x.dtype).removeprefix("torch.")]
+        if self.lib.oneccl_peer_all_reduce(x.data_ptr(), x.numel(), code):
+            raise RuntimeError(f"oneCCL all_reduce of {x.numel()} {x.dtype} failed")
+
+    def close(self) -> None:
+        self.lib.oneccl_peer_close()
 
 
 def run_world(world: int, args: argparse.Namespace) -> list[dict]:
@@ -207,8 +262,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--worlds", type=int, nargs="+", default=[2, 4])
-    parser.add_argument("--backends", nargs="+", default=["domino", "deepspeed", "fake"],
-                        choices=["domino", "deepspeed", "fake", "gloo"],
+    parser.add_argument("--backends", nargs="+",
+                        default=["domino", "deepspeed", "oneccl", "gloo", "fake"],
+                        choices=["domino", "deepspeed", "oneccl", "gloo", "fake"],
                         help="gloo here runs beside domino's progress threads, which share the "
                              "cores: python -m torch_domino.bench times it alone")
     parser.add_argument("--dtypes", nargs="+", default=list(DTYPES), choices=DTYPES)
@@ -225,9 +281,11 @@ def main(argv=None) -> int:
     if args.worker:
         worker(args)
         return 0
-    if "deepspeed" in args.backends and not (PEERS / "deepspeed").is_dir():
-        parser.error(f"DeepSpeed is not installed in {PEERS}: run `bash bench/peers/setup.sh` "
-                     "(or leave deepspeed out of --backends)")
+    for peer, path in (("deepspeed", PEERS / "deepspeed"),
+                       ("oneccl", PEERS / "oneccl" / "liboneccl_peer.so")):
+        if peer in args.backends and not path.exists():
+            parser.error(f"{peer} is not installed in {PEERS}: run `bash bench/peers/setup.sh` "
+                         f"(or leave {peer} out of --backends)")
     started = time.time()
     rows = []
     for world in args.worlds:
