@@ -102,6 +102,28 @@ std::vector<Plan> built_in() {
             collective(L::kHost, C::kScatter, {Buffer::kScratch2, Blocks::kHostRanks}, kRecvOne,
                        M::kAll, R::kFirst)},
            false),
+      // Any layout: each host's blocks gathered on its first rank, those gathered on the root
+      // host's first rank (hosts padded to the largest), which hands them on inside the root's
+      // host; the root puts them in group order. One message per host crosses the link, where
+      // the flat gather sends one per rank.
+      make(leaders, C::kGather,
+           {collective(L::kHost, C::kGather, kSendOne, {Buffer::kScratch0, Blocks::kHostRanks},
+                       M::kAll, R::kFirst),
+            collective(L::kLeaders, C::kGather, {Buffer::kScratch0, Blocks::kMostHostRanks},
+                       s1_grid, M::kLeaders, R::kRootHost),
+            collective(L::kHost, C::kBroadcast, s1_grid, s1_grid, M::kRootHost, R::kFirst),
+            reorder(Action::kFromHostOrder, BlockOrder::kHostMajor, s1_grid, recv_group, M::kRoot)},
+           false),
+      // The gather backwards: the root's blocks in host order, to its host's first rank, from
+      // there one host's share to each other host's first rank, which scatters it inside.
+      make(leaders, C::kScatter,
+           {reorder(Action::kToHostOrder, BlockOrder::kHostMajor, send_group, s0_grid, M::kRoot),
+            collective(L::kHost, C::kBroadcast, s0_grid, s0_grid, M::kRootHost, R::kRootLocal),
+            collective(L::kLeaders, C::kScatter, s0_grid,
+                       {Buffer::kScratch1, Blocks::kMostHostRanks}, M::kLeaders, R::kRootHost),
+            collective(L::kHost, C::kScatter, {Buffer::kScratch1, Blocks::kHostRanks}, kRecvOne,
+                       M::kAll, R::kFirst)},
+           false),
       // Inside the root's host, among the hosts' first ranks, inside every other host.
       make(leaders, C::kBroadcast,
            {collective(L::kHost, C::kBroadcast, kRecvOne, kRecvOne, M::kRootHost, R::kRootLocal),

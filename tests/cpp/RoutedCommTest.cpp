@@ -54,7 +54,8 @@ std::string check_allreduce(int rank, int size, RoutedComm& comm, const char* ex
 
 // The ops that have two-level plans besides all-reduce, each with the plan forced: all-gather
 // and reduce-scatter (by rail: uniform layouts; through the leaders: any), broadcast and reduce
-// from every root. Large messages take the rails' pipeline.
+// from every root, gather and scatter (through the leaders) from every root. Large messages take
+// the rails' pipeline.
 std::string check_two_level_ops(int rank, int size, RoutedComm& comm, PlanKind plan, bool uniform) {
   const char* want_plan = topology::plan_name(plan);
   const bool two_level = plan == PlanKind::kLeader || (plan == PlanKind::kHierarchical && uniform);
@@ -108,6 +109,23 @@ std::string check_two_level_ops(int rank, int size, RoutedComm& comm, PlanKind p
         if (values[i] != rank + 0.25 * static_cast<double>(i % 3)) return "reduce wrote its input";
       }
       if (auto e = took("reduce"); !e.empty()) return e;
+      // Gather and scatter go through the leaders only: forced by rail they fall back.
+      const bool leaders = plan == PlanKind::kLeader;
+      std::vector<int64_t> gathered(rank == root ? n * static_cast<size_t>(size) : 0, -1);
+      testing::CheckedComm{comm}.gather(buf(mine), buf(gathered), root);
+      if (rank == root) {
+        if (auto e = expect_eq(gathered, want, "gather"); !e.empty()) return e + from;
+      }
+      if (leaders) {
+        if (auto e = took("gather"); !e.empty()) return e + from;
+      }
+      std::vector<int64_t> scattered(n, -1), mine_back(n);
+      for (size_t i = 0; i < n; ++i) mine_back[i] = v(rank, i);
+      testing::CheckedComm{comm}.scatter(buf(rank == root ? want : gathered), buf(scattered), root);
+      if (auto e = expect_eq(scattered, mine_back, "scatter"); !e.empty()) return e + from;
+      if (leaders) {
+        if (auto e = took("scatter"); !e.empty()) return e + from;
+      }
     }
   }
   return "";

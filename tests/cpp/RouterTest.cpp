@@ -192,7 +192,7 @@ TEST(Router, APlanIsItsStepsWithTheAlgorithmEachHandsDown) {
   const Plan theirs = Router(kTwoByTwo, CostModel{}, own).choose(Collective::kAllReduce, 64);
   EXPECT_EQ(theirs.inter_algorithm(), "");
   for (const Step& step : theirs.steps) EXPECT_EQ(step.algorithm, "");
-  EXPECT_THROW(router.plan(PlanKind::kLeader, Collective::kGather, 64), std::invalid_argument);
+  EXPECT_THROW(router.plan(PlanKind::kLeader, Collective::kAllToAll, 64), std::invalid_argument);
 }
 
 TEST(Router, AForcedInHostAlgorithmNamesTheOneHostAllReduceAndPricesItByTheTable) {
