@@ -32,7 +32,7 @@ struct Lanes {
     return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
   }
   static void store_bf16(uint16_t* p, F v) {
-    const __m256i bits = rounded_bf16(v);
+    const __m256i bits = _mm256_srli_epi32(rounding_bf16(v), 16);
     const __m128i packed =
         _mm_packus_epi32(_mm256_castsi256_si128(bits), _mm256_extracti128_si256(bits, 1));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p), packed);
@@ -45,29 +45,31 @@ struct Lanes {
     store_f16(p, a);
     store_f16(p + kWidth, b);
   }
-  // Sixteen elements in one load: interleaving zeros below each 16-bit value widens it in place.
-  // a holds elements 0-3 and 8-11, b 4-7 and 12-15, the order packus_epi32 restores.
+  // Sixteen elements in one load, widened in place: a holds the even elements (shifted up), b the
+  // odd ones (already in the upper half). One shift and one AND, where unpacking would take two
+  // of the shuffle ports that the narrowing also needs.
   static void load_pair_bf16(const uint16_t* p, F& a, F& b) {
     const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-    a = _mm256_castsi256_ps(_mm256_unpacklo_epi16(_mm256_setzero_si256(), x));
-    b = _mm256_castsi256_ps(_mm256_unpackhi_epi16(_mm256_setzero_si256(), x));
+    a = _mm256_castsi256_ps(_mm256_slli_epi32(x, 16));
+    b = _mm256_castsi256_ps(_mm256_and_si256(x, _mm256_set1_epi32(static_cast<int>(0xffff0000u))));
   }
+  // The even results rounded into the lower half, the odd ones into the upper half, blended.
   static void store_pair_bf16(uint16_t* p, F a, F b) {
+    const __m256i even = _mm256_srli_epi32(rounding_bf16(a), 16);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p),
-                        _mm256_packus_epi32(rounded_bf16(a), rounded_bf16(b)));
+                        _mm256_blend_epi16(even, rounding_bf16(b), 0xaa));
   }
-  // Round to nearest even into the low 16 bits of each lane; a NaN becomes the one quiet NaN
-  // (ReductionKernels.inl).
-  static __m256i rounded_bf16(F v) {
+  // Round to nearest even: the result is the upper 16 bits of each lane, and a NaN becomes the
+  // one quiet NaN (ReductionKernels.inl).
+  static __m256i rounding_bf16(F v) {
     const __m256i u = _mm256_castps_si256(v);
     // The kept part's lowest bit as 0 or 1, on the integer ports rather than the shift ports
     // that widening and narrowing already keep busy.
     const __m256i lsb =
         _mm256_min_epu32(_mm256_and_si256(u, _mm256_set1_epi32(0x10000)), _mm256_set1_epi32(1));
-    const __m256i rounded = _mm256_srli_epi32(
-        _mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb)), 16);
+    const __m256i biased = _mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb));
     const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-    return _mm256_blendv_epi8(rounded, _mm256_set1_epi32(kBFloat16QuietNan), nan);
+    return _mm256_blendv_epi8(biased, _mm256_set1_epi32(kBFloat16QuietNan << 16), nan);
   }
   static F add(F a, F b) { return _mm256_add_ps(a, b); }
   static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
