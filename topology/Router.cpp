@@ -291,6 +291,24 @@ std::vector<Plan> Router::candidates(Collective op, size_t bytes) const {
   return plans;
 }
 
+std::vector<std::string> Router::intra_allreduce_candidates(size_t bytes, size_t most) const {
+  if (multi_host() || !options_.intra_home || !options_.forced_intra_algorithm.empty()) return {};
+  const int ranks = static_cast<int>(layout_.host_of_rank.size());
+  std::vector<std::pair<double, std::string>> priced;
+  for (const AlgorithmEntry& entry : algorithm_table()) {
+    if (entry.home != *options_.intra_home || entry.seconds == nullptr) continue;
+    if (std::find(entry.ops.begin(), entry.ops.end(), "all_reduce") == entry.ops.end()) continue;
+    const double seconds = entry.seconds(ranks, static_cast<double>(bytes), 1, costs_.intra);
+    if (std::isfinite(seconds)) priced.emplace_back(seconds, std::string(entry.name));
+  }
+  // Stable: equal costs keep the table's order, the same on every rank.
+  std::stable_sort(priced.begin(), priced.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::string> names;
+  for (size_t i = 0; i < priced.size() && i < most; ++i) names.push_back(priced[i].second);
+  return names;
+}
+
 size_t Router::rail_chunks(size_t bytes) const {
   if (options_.rail_chunk_bytes == 0 || one_rank_per_host_) return 1;
   return std::clamp<size_t>(bytes / options_.rail_chunk_bytes, 1, kMaxRailChunks);

@@ -55,6 +55,11 @@ class Router {
   // The plan of kind for op (the one a plan trial adopted); throws std::invalid_argument where
   // kind cannot serve op.
   Plan plan(PlanKind kind, Collective op, size_t bytes) const;
+  // The all-reduce algorithms of the intra-host transport that can run among a one-host group's
+  // ranks for bytes, cheapest first by the table, at most `most`: what a group's algorithm trial
+  // tries. Empty across hosts, where an in-host algorithm is forced, or where the transport
+  // chooses for itself.
+  std::vector<std::string> intra_allreduce_candidates(size_t bytes, size_t most) const;
 
   // How many chunks a pipelined plan over a whole message of bytes goes in (all ranks' blocks
   // for all-gather and reduce-scatter): about rail_chunk_bytes each, at most kMaxRailChunks; 1

@@ -1,6 +1,7 @@
 #include "RoutedComm.h"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstring>
 
@@ -64,7 +65,7 @@ RoutedComm::RoutedComm(const topology::Router& router, int rank, const Factory& 
     std::vector<PlanKind> kinds;
     for (const auto& plan : router.candidates(Collective::kAllReduce, 8))
       kinds.push_back(plan.kind);
-    small_allreduce_trial_.emplace(kinds);
+    if (!kinds.empty()) small_allreduce_trial_.emplace(kinds);
   }
   if (router.steps_on(Level::kLeaders) && mine.front() == rank) {
     std::vector<int> leaders;
@@ -128,8 +129,12 @@ void RoutedComm::collective(const domino_call_t& k) {
 }
 
 void RoutedComm::allreduce(const Call& call, size_t bytes) {
+  if (flat_intra_ && bytes >= kAlgorithmTrialFromBytes) {
+    large_one_host_allreduce(call, bytes);
+    return;
+  }
   PlanTrial* trial =
-      small_allreduce_trial_ && bytes <= PlanTrial::kMaxBytes ? &*small_allreduce_trial_ : nullptr;
+      small_allreduce_trial_ && bytes <= kPlanTrialMaxBytes ? &*small_allreduce_trial_ : nullptr;
   const topology::Plan& plan = trial == nullptr
                                    ? plan_for(Collective::kAllReduce, bytes)
                                    : plan_for(Collective::kAllReduce, bytes,
@@ -153,10 +158,52 @@ void RoutedComm::allreduce(const Call& call, size_t bytes) {
                  std::to_string(static_cast<int>(medians[i] * 1e6)) + " us";
     }
     log_line(LogLevel::kInfo, rank_,
-             std::string("all-reduces up to ") + std::to_string(PlanTrial::kMaxBytes) +
+             std::string("all-reduces up to ") + std::to_string(kPlanTrialMaxBytes) +
                  " bytes across hosts take plan " + topology::plan_name(trial->winner()) +
                  " (measured: " + summary + ")");
   }
+}
+
+void RoutedComm::large_one_host_allreduce(const Call& call, size_t bytes) {
+  const int size_class = static_cast<int>(std::bit_width(bytes)) - 1;
+  auto found = large_allreduce_trials_.find(size_class);
+  if (found == large_allreduce_trials_.end()) {
+    found =
+        large_allreduce_trials_.emplace(size_class, router_.intra_allreduce_candidates(bytes, 2))
+            .first;
+  }
+  Trial<std::string>& trial = found->second;
+  const topology::Plan& chosen = plan_for(Collective::kAllReduce, bytes);
+  if (trial.candidates().size() < 2 || chosen.steps.size() != 1) {
+    last_large_algorithm_ = chosen.steps.empty() ? "" : chosen.steps.front().algorithm;
+    run(chosen, call);
+    return;
+  }
+  topology::Plan plan = chosen;
+  plan.steps.front().algorithm = trial.decided() ? trial.winner() : trial.next();
+  last_large_algorithm_ = plan.steps.front().algorithm;
+  if (trial.decided()) {
+    run(plan, call);
+    return;
+  }
+  const auto began = std::chrono::steady_clock::now();
+  run(plan, call);
+  trial.record(std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
+  if (!trial.measured()) return;
+  // Agree on the slowest rank's time per algorithm, so every rank adopts the same one.
+  std::vector<double> medians = trial.medians();
+  domino_buffer_t times{medians.data(), medians.size(), DOMINO_FLOAT64, -1};
+  flat_intra_->collective(make_call(Collective::kAllReduce, times, times, DOMINO_MAX));
+  trial.adopt(medians);
+  std::string summary;
+  for (size_t i = 0; i < medians.size(); ++i) {
+    summary += (i ? ", " : "") + trial.candidates()[i] + " " +
+               std::to_string(static_cast<int>(medians[i] * 1e6)) + " us";
+  }
+  log_line(LogLevel::kInfo, rank_,
+           "all-reduces of " + std::to_string(size_t{1} << size_class) + " to " +
+               std::to_string((size_t{1} << (size_class + 1)) - 1) + " bytes on this host take " +
+               trial.winner() + " (measured: " + summary + ")");
 }
 
 void RoutedComm::send(const domino_buffer_t& buffer_in, int peer, int tag) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,6 +16,7 @@
 
 #include "PlanTrial.h"
 #include "RailPipeline.h"
+#include "Trial.h"
 #include "plugins/registry/Communicator.h"
 #include "topology/Router.h"
 
@@ -65,6 +67,11 @@ class RoutedComm {
 
   // The plan each op took last, by name (observability; tests check routing with it).
   std::string last_plan() const { return last_plan_; }
+  // The in-host algorithm the last all-reduce of a one-host group from kAlgorithmTrialFromBytes
+  // ran (observability; tests check the algorithm trial with it).
+  const std::string& last_large_algorithm() const { return last_large_algorithm_; }
+
+  static constexpr size_t kAlgorithmTrialFromBytes = size_t{1} << 20;
 
  private:
   // One collective call as the plan's steps see it.
@@ -75,8 +82,10 @@ class RoutedComm {
     domino_redop_t redop = DOMINO_SUM;
     int root = -1;
   };
-  // An all-reduce of bytes: small ones across hosts go through the plan trial.
+  // An all-reduce of bytes: small ones across hosts go through the plan trial, large ones on one
+  // host through the algorithm trial of their size class.
   void allreduce(const Call& call, size_t bytes);
+  void large_one_host_allreduce(const Call& call, size_t bytes);
   // The plan op takes for bytes (of kind, where a plan trial decides), the router's, kept: a
   // plan depends on nothing else, and a collective's hot path should not price plans.
   const topology::Plan& plan_for(topology::Collective op, size_t bytes,
@@ -111,6 +120,14 @@ class RoutedComm {
   ThreadPlacement rail_thread_;
   const char* last_plan_ = "";
   std::optional<PlanTrial> small_allreduce_trial_;  // groups across hosts, plan not forced
+  // Which in-host all-reduce wins at large sizes depends on the machine (how its caches and
+  // memory serve reads from a peer's pages against copies through the slots: single_copy ran
+  // 0.7x rsag's time on one host class and 1.3x-1.8x on another), which the table's regimes,
+  // measured on one, cannot know. So one-host groups try the table's two cheapest per size class
+  // (a power of two of bytes) from kAlgorithmTrialFromBytes (public, above) and adopt the
+  // faster.
+  std::map<int, Trial<std::string>> large_allreduce_trials_;
+  std::string last_large_algorithm_;
   // Plans by (op, kind asked for, bytes); emptied when it grows past kCachedPlans.
   static constexpr size_t kCachedPlans = 512;
   std::unordered_map<uint64_t, topology::Plan> plans_;

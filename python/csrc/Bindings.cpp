@@ -70,7 +70,7 @@ py::dict routing_dict(const domino::ProcessGroupDomino& pg, const std::vector<si
   out["inter_small_message_bytes"] = router.inter_small_message_bytes();
   // Small all-reduces across hosts are decided by the group's own trial (engine/PlanTrial.h).
   out["measured_up_to_bytes"] =
-      router.multi_host() && !router.options().forced_plan ? domino::PlanTrial::kMaxBytes : 0;
+      router.multi_host() && !router.options().forced_plan ? domino::kPlanTrialMaxBytes : 0;
   py::list plans;
   for (const topo::RoutingRow& row : pg.routing_report(sizes)) {
     py::dict entry;

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <string>
 #include <tuple>
 
 #include "engine/RoutedComm.h"
@@ -188,6 +189,44 @@ TEST(RoutedComm, SmallAllReducesTryEachPlanThenAllRanksAdoptTheSame) {
         return std::string();
       });
   for (int r = 0; r < 4; ++r) EXPECT_EQ(outcomes[r].message, "") << "rank " << r;
+}
+
+// A one-host group tries the table's two cheapest in-host all-reduces per size class from 1 MiB,
+// block by block, then every rank adopts the same one; every call's sum is exact throughout.
+TEST(RoutedComm, LargeOneHostAllReducesTryTwoAlgorithmsThenAllRanksAdoptTheSame) {
+  const std::vector<std::string> hosts = {"a", "a", "a"};
+  const size_t n = (RoutedComm::kAlgorithmTrialFromBytes / sizeof(int64_t)) + 5;
+  const auto outcomes = testing::run_routed(hosts, {}, [&](int rank, int size, RoutedComm& comm) {
+    std::vector<int64_t> mine(n), out(n), want(n, 0);
+    for (size_t i = 0; i < n; ++i) mine[i] = v(rank, i);
+    for (int r = 0; r < size; ++r) {
+      for (size_t i = 0; i < n; ++i) want[i] += v(r, i);
+    }
+    std::vector<std::string> ran;
+    const int calls = Trial<std::string>::kRounds * Trial<std::string>::kCallsPerBlock * 2 + 6;
+    for (int c = 0; c < calls; ++c) {
+      std::fill(out.begin(), out.end(), -1);
+      testing::CheckedComm{comm}.allreduce(buf(mine), buf(out), DOMINO_SUM);
+      if (auto e = expect_eq(out, want, "allreduce SUM"); !e.empty()) return e;
+      ran.push_back(comm.last_large_algorithm());
+    }
+    if (ran.front() == ran[Trial<std::string>::kCallsPerBlock])
+      return "the trial's second block ran " + ran.front() + " again";
+    for (size_t c = ran.size() - 6; c < ran.size(); ++c) {
+      if (ran[c] != ran.back()) return std::string("the algorithm changed after the trial");
+    }
+    // Every rank adopted the same: the adopted name's hash is the same at its MIN and MAX.
+    std::vector<int64_t> mine_hash{static_cast<int64_t>(std::hash<std::string>{}(ran.back()) >> 1)};
+    std::vector<int64_t> low{0}, high{0};
+    testing::CheckedComm{comm}.allreduce(buf(mine_hash), buf(low), DOMINO_MIN);
+    testing::CheckedComm{comm}.allreduce(buf(mine_hash), buf(high), DOMINO_MAX);
+    if (low[0] != high[0]) return std::string("ranks adopted different algorithms");
+    return std::string();
+  });
+  for (size_t r = 0; r < hosts.size(); ++r) {
+    EXPECT_EQ(outcomes[r].exit_code, 0) << "rank " << r << ": " << outcomes[r].message;
+    EXPECT_EQ(outcomes[r].message, "") << "rank " << r;
+  }
 }
 
 const Layout kLayouts[] = {
