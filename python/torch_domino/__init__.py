@@ -13,6 +13,8 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+import torch_domino_autoload as _autoload
+
 from . import _C, _shrink
 from ._C import Options, ProcessGroupDomino, algorithms
 
@@ -28,7 +30,7 @@ __all__ = [
     "dump_flight_recorder",
 ]
 
-BACKEND_NAME = "domino"
+BACKEND_NAME = _autoload.BACKEND_NAME
 
 #: Directory to put on CMAKE_PREFIX_PATH so ``find_package(Domino)`` finds this installation.
 cmake_prefix_path = str(Path(__file__).resolve().parent / "share" / "cmake")
@@ -107,20 +109,9 @@ def _create_backend(dist_options, backend_options):
     )
 
 
-def _register() -> None:
-    if BACKEND_NAME.upper() in getattr(dist.Backend, "_plugins", {}):
-        return
-    # torch 2.15 hooks a recorder of its own onto backends that record nothing themselves;
-    # domino records every op with its real state, and two rings would cost twice.
-    self_recording = getattr(dist.distributed_c10d, "_FR_SELF_RECORDING_BACKENDS", None)
-    if isinstance(self_recording, set):
-        self_recording.add(BACKEND_NAME)
-    dist.Backend.register_backend(
-        BACKEND_NAME, _create_backend, extended_api=True, devices=["cpu", "cuda"]
-    )
-
-
-_register()
+# `import torch` has usually registered it already (torch_domino_autoload); the creator is the
+# same either way.
+_autoload.register(strict=True)
 _shrink.install(BACKEND_NAME)
 
 from ._topology import topology  # noqa: E402  (needs the backend registered)
