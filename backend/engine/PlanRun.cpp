@@ -187,7 +187,9 @@ void RoutedComm::run_steps(const topology::Plan& plan, const Call& call) {
   for (int s = 0; s < topology::kScratchBuffers; ++s) {
     const auto buffer = static_cast<Buffer>(static_cast<int>(Buffer::kScratch0) + s);
     size_t units = 0;
+    // Only the steps this rank runs: a leaders' gather's grid lives on the root's host alone.
     for (const topology::Step& step : plan.steps) {
+      if (!takes_part(step.members, me, layout, call.root)) continue;
       if (step.in.buffer == buffer) units = std::max(units, me.blocks(step.in.blocks));
       if (step.out.buffer == buffer) units = std::max(units, me.blocks(step.out.blocks));
     }

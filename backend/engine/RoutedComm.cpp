@@ -168,8 +168,11 @@ void RoutedComm::large_one_host_allreduce(const Call& call, size_t bytes) {
   const int size_class = static_cast<int>(std::bit_width(bytes)) - 1;
   auto found = large_allreduce_trials_.find(size_class);
   if (found == large_allreduce_trials_.end()) {
+    // Priced at the class's middle, not at whichever size came first: the table's regimes end
+    // on powers of two, and the candidates must not depend on the order of sizes.
+    const size_t middle = (size_t{1} << size_class) + (size_t{1} << size_class) / 2;
     found =
-        large_allreduce_trials_.emplace(size_class, router_.intra_allreduce_candidates(bytes, 2))
+        large_allreduce_trials_.emplace(size_class, router_.intra_allreduce_candidates(middle, 2))
             .first;
   }
   Trial<std::string>& trial = found->second;

@@ -125,7 +125,7 @@ class RoutedComm {
   // 0.7x rsag's time on one host class and 1.3x-1.8x on another), which the table's regimes,
   // measured on one, cannot know. So one-host groups try the table's two cheapest per size class
   // (a power of two of bytes) from kAlgorithmTrialFromBytes (public, above) and adopt the
-  // faster.
+  // faster, for every dtype and reduction of that class.
   std::map<int, Trial<std::string>> large_allreduce_trials_;
   std::string last_large_algorithm_;
   // Plans by (op, kind asked for, bytes); emptied when it grows past kCachedPlans.

@@ -40,7 +40,7 @@ class Trial {
     ++calls_;
   }
   // Whether every trial call has run; then adopt() must be given the group's per-candidate times.
-  bool measured() const { return !decided() && calls_ >= calls_needed(); }
+  bool measured() const { return !decided() && !candidates_.empty() && calls_ >= calls_needed(); }
   // How many calls the whole trial takes.
   int calls_needed() const {
     return kRounds * kCallsPerBlock * static_cast<int>(candidates_.size());
