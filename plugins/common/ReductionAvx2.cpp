@@ -37,14 +37,6 @@ struct Lanes {
         _mm_packus_epi32(_mm256_castsi256_si128(bits), _mm256_extracti128_si256(bits, 1));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p), packed);
   }
-  static void load_pair_f16(const uint16_t* p, F& a, F& b) {
-    a = load_f16(p);
-    b = load_f16(p + kWidth);
-  }
-  static void store_pair_f16(uint16_t* p, F a, F b) {
-    store_f16(p, a);
-    store_f16(p + kWidth, b);
-  }
   // Sixteen elements in one load, widened in place: a holds the even elements (shifted up), b the
   // odd ones (already in the upper half). One shift and one AND, where unpacking would take two
   // of the shuffle ports that the narrowing also needs.

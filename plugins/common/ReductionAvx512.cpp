@@ -52,24 +52,6 @@ struct Lanes {
         _mm512_mask_blend_epi32(nan, rounded, _mm512_set1_epi32(kBFloat16QuietNan));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(bits));
   }
-  // Pairs as two singles: the AVX2 kernels' one-load widening has no AVX-512 machine here to be
-  // measured and checked on (DOMINO_REDUCTION_KERNELS, docs/configuration.md).
-  static void load_pair_f16(const uint16_t* p, F& a, F& b) {
-    a = load_f16(p);
-    b = load_f16(p + kWidth);
-  }
-  static void store_pair_f16(uint16_t* p, F a, F b) {
-    store_f16(p, a);
-    store_f16(p + kWidth, b);
-  }
-  static void load_pair_bf16(const uint16_t* p, F& a, F& b) {
-    a = load_bf16(p);
-    b = load_bf16(p + kWidth);
-  }
-  static void store_pair_bf16(uint16_t* p, F a, F b) {
-    store_bf16(p, a);
-    store_bf16(p + kWidth, b);
-  }
   static F add(F a, F b) { return _mm512_add_ps(a, b); }
   static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
   static F min_first_if_less(F a, F b) { return _mm512_min_ps(a, b); }

@@ -6,10 +6,10 @@
 // comparisons, and a tail goes through the same vector code on a zero-padded copy.
 //
 // V provides: kWidth (float lanes), type F, load_bf16 / store_bf16 / load_f16 / store_f16 over
-// kWidth 16-bit elements, load_pair_bf16 / store_pair_bf16 / load_pair_f16 / store_pair_f16 over
-// 2 * kWidth (two vectors holding those elements in any order the pair's store undoes, since
-// every operation is per element), add, mul, min_first_if_less (a < b ? a : b),
-// max_first_if_greater (a > b ? a : b) and splat.
+// kWidth 16-bit elements, add, mul, min_first_if_less (a < b ? a : b), max_first_if_greater
+// (a > b ? a : b) and splat. It may provide load_pair_bf16 / store_pair_bf16 over 2 * kWidth
+// (two vectors holding those elements in any order the pair's store undoes, since every
+// operation is per element); without them a pair is two singles.
 
 namespace half {
 
@@ -24,11 +24,21 @@ struct Bf16 {
   }
   template <class V>
   static void load_pair(const uint16_t* p, typename V::F& a, typename V::F& b) {
-    V::load_pair_bf16(p, a, b);
+    if constexpr (requires { V::load_pair_bf16(p, a, b); }) {
+      V::load_pair_bf16(p, a, b);
+    } else {
+      a = load<V>(p);
+      b = load<V>(p + V::kWidth);
+    }
   }
   template <class V>
   static void store_pair(uint16_t* p, typename V::F a, typename V::F b) {
-    V::store_pair_bf16(p, a, b);
+    if constexpr (requires { V::store_pair_bf16(p, a, b); }) {
+      V::store_pair_bf16(p, a, b);
+    } else {
+      store<V>(p, a);
+      store<V>(p + V::kWidth, b);
+    }
   }
 };
 struct F16 {
@@ -42,11 +52,13 @@ struct F16 {
   }
   template <class V>
   static void load_pair(const uint16_t* p, typename V::F& a, typename V::F& b) {
-    V::load_pair_f16(p, a, b);
+    a = load<V>(p);
+    b = load<V>(p + V::kWidth);
   }
   template <class V>
   static void store_pair(uint16_t* p, typename V::F a, typename V::F b) {
-    V::store_pair_f16(p, a, b);
+    store<V>(p, a);
+    store<V>(p + V::kWidth, b);
   }
 };
 
