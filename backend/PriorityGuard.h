@@ -4,7 +4,6 @@
 #pragma once
 
 #include <optional>
-#include <string>
 
 #include "config/Settings.h"
 
@@ -23,9 +22,5 @@ class PriorityGuard {
 
 // The innermost guard's priority on this thread, if any.
 std::optional<Priority> current_priority();
-
-// "high" | "normal" | "low" (any case); throws ConfigError naming the accepted values.
-Priority parse_priority(const std::string& name, const std::string& what = "priority");
-const char* priority_name(Priority priority);
 
 }  // namespace domino

@@ -63,10 +63,14 @@ ParsedSettings parse_settings(const std::map<std::string, std::string>& env);
 // The DOMINO_* variables of this process's environment.
 std::map<std::string, std::string> domino_environment();
 
-// Names every recognised variable, for documentation checks and messages.
+// Every variable declared in SettingDeclarations, in its order.
 const std::vector<std::string>& known_variables();
 
 // "1M", "64k", "4096" -> bytes. Throws ConfigError naming variable for anything else.
 uint64_t parse_bytes(const std::string& variable, const std::string& value);
+
+// "high" | "normal" | "low" (any case); throws ConfigError naming the accepted values.
+Priority parse_priority(const std::string& name, const std::string& what = "priority");
+const char* priority_name(Priority priority);
 
 }  // namespace domino

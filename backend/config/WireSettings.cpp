@@ -4,17 +4,13 @@
 #include <stdexcept>
 
 #include "Record.h"
+#include "SettingDeclarations.h"
 
 namespace domino {
 
 const std::vector<std::string>& wire_variables() {
-  // DOMINO_PRIORITY too: ranks issuing on different default lanes would pair up collectives
-  // that are not the same call.
-  static const std::vector<std::string> names = {
-      "DOMINO_ALGO",          "DOMINO_CHUNK_BYTES",     "DOMINO_SINGLE_COPY",
-      "DOMINO_SHM_BYTES",     "DOMINO_COST_INTRA",      "DOMINO_COST_INTER",
-      "DOMINO_PRIORITY",      "DOMINO_INTRA_TRANSPORT", "DOMINO_INTER_TRANSPORT",
-      "DOMINO_GPU_TRANSPORT", "DOMINO_RAIL_CHUNK_BYTES"};
+  static const std::vector<std::string> names =
+      variable_names(setting_declarations(), Agreement::kRank0);
   return names;
 }
 

@@ -9,7 +9,7 @@
 
 namespace domino {
 
-// The variables every rank takes from rank 0, in a fixed order.
+// The variables every rank takes from rank 0 (Agreement::kRank0), in declaration order.
 const std::vector<std::string>& wire_variables();
 
 // env's wire variables as one record ("NAME=value" lines; unset ones are absent).

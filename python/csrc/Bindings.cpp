@@ -11,6 +11,7 @@
 #include "OverlapBindings.h"
 #include "PriorityGuard.h"
 #include "ProcessGroupDomino.h"
+#include "config/SettingDeclarations.h"
 #include "config/WireSettings.h"
 #include "engine/PlanTrial.h"
 #include "plugins/common/Reduction.h"
@@ -259,6 +260,22 @@ PYBIND11_MODULE(_C, m) {
         "Every DOMINO_* environment variable the backend reads.");
   m.def("wire_variables", &domino::wire_variables,
         "The DOMINO_* variables every rank of a group takes from rank 0.");
+  m.def(
+      "setting_declarations",
+      [] {
+        py::list rows;
+        for (const domino::SettingDeclaration& d : domino::setting_declarations()) {
+          py::dict row;
+          row["name"] = d.name;
+          row["agreed"] = d.agreement == domino::Agreement::kRank0;
+          row["accepted"] = d.accepted;
+          row["default"] = d.default_value;
+          row["effect"] = d.effect;
+          rows.append(row);
+        }
+        return rows;
+      },
+      "Every DOMINO_* variable as declared: name, agreed (rank 0's), accepted, default, effect.");
 
   m.def(
       "_dump_flight_recorder",

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "config/SettingDeclarations.h"
 #include "config/Settings.h"
 #include "config/WireSettings.h"
 
@@ -193,6 +194,41 @@ TEST(WireSettings, AgreeingRanksSeeNoDifference) {
 TEST(WireSettings, ARecordFromAnotherVersionIsRefused) {
   EXPECT_THROW(adopt_wire_settings({}, "DOMINO_FUTURE=1\n", 1), std::invalid_argument);
   EXPECT_THROW(adopt_wire_settings({}, "garbage", 1), std::invalid_argument);
+}
+
+// docs/extending.md's "a new setting": one declaration, and the known list, the agreed list and
+// the parsing all follow from it.
+TEST(SettingDeclarations, ANewDeclarationIsKnownParsedAndAgreedWithNothingElseToEdit) {
+  std::vector<SettingDeclaration> declared(setting_declarations().begin(),
+                                           setting_declarations().end());
+  declared.push_back(SettingDeclaration{
+      "DOMINO_EXAMPLE_BYTES", Agreement::kRank0, "byte count", "64K", "An example.",
+      [](const std::string& name, const std::string& value, Settings& s) {
+        s.chunk_bytes = parse_bytes(name, value);
+      }});
+  const auto names = variable_names(declared);
+  EXPECT_EQ(names.back(), "DOMINO_EXAMPLE_BYTES");
+  EXPECT_EQ(variable_names(declared, Agreement::kRank0).back(), "DOMINO_EXAMPLE_BYTES");
+  const ParsedSettings parsed = parse_settings({{"DOMINO_EXAMPLE_BYTES", "2M"}}, declared);
+  EXPECT_TRUE(parsed.warnings.empty());
+  EXPECT_EQ(parsed.settings.chunk_bytes, 2u << 20);
+  EXPECT_THROW(parse_settings({{"DOMINO_EXAMPLE_BYTES", "lots"}}, declared), ConfigError);
+  // The built-in table does not know it.
+  EXPECT_EQ(parse_settings({{"DOMINO_EXAMPLE_BYTES", "2M"}}).warnings.size(), 1u);
+}
+
+TEST(SettingDeclarations, TheKnownAndAgreedListsAreTheDeclarations) {
+  EXPECT_EQ(known_variables(), variable_names(setting_declarations()));
+  EXPECT_EQ(wire_variables(), variable_names(setting_declarations(), Agreement::kRank0));
+  for (const SettingDeclaration& d : setting_declarations()) {
+    EXPECT_NE(std::string(d.accepted), "") << d.name;
+    EXPECT_NE(std::string(d.default_value), "") << d.name;
+    EXPECT_NE(std::string(d.effect), "") << d.name;
+    // A table cell: a '|' would end it early.
+    for (const char* text : {d.accepted, d.default_value, d.effect}) {
+      EXPECT_EQ(std::string(text).find('|'), std::string::npos) << d.name;
+    }
+  }
 }
 
 }  // namespace

@@ -28,6 +28,7 @@ TWO_COMMANDS = (
     "bash scripts/test.sh",
 )
 PAGES = ("README.md", "backend.md", "configuration.md", "routing.md", "cuda.md", "layers.md",
+         "extending.md",
          "checkpoints.md", "megatron.md", "fault-tolerance.md", "benchmarks.md",
          "how-it-works.md", "testing.md")
 # Scripts that hand the flags they do not know to another parser (parse_known_args).
@@ -244,6 +245,17 @@ def test_configuration_table_lists_exactly_the_known_variables():
     documented = set(re.findall(r"^\| `(DOMINO_[A-Z_]+)` \|", CONFIGURATION.read_text(),
                                 re.MULTILINE))
     assert documented == set(_C.known_variables())
+
+
+def test_configuration_table_is_the_one_the_declarations_generate():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "configuration_table", ROOT / "scripts" / "configuration_table.py")
+    generator = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generator)
+    text = CONFIGURATION.read_text()
+    assert generator.with_table(text) == text, (
+        "docs/configuration.md's table is stale: run python scripts/configuration_table.py")
 
 
 def test_configuration_table_says_which_settings_come_from_rank_0():
