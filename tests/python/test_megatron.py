@@ -54,6 +54,21 @@ def test_a_config_the_layer_cannot_compute_is_refused_when_the_spec_is_built():
     assert "overlap='inter'" in said["inter"] and "TransformerBlock" in said["inter"], said
 
 
+def test_docs_name_exactly_the_fields_the_layer_refuses_unless_equal():
+    import re
+    from pathlib import Path
+
+    from torch_domino.megatron.config import _MUST_EQUAL
+    text = (Path(__file__).resolve().parents[2] / "docs" / "megatron.md").read_text()
+    listed = re.search(r"<!-- must-equal fields -->(.*?)<!-- end of must-equal fields -->", text,
+                       re.DOTALL)
+    assert listed, "docs/megatron.md lost its must-equal markers"
+    documented = re.findall(r"`(\w+)`", listed.group(1))
+    assert sorted(documented) == sorted(_MUST_EQUAL), (
+        "docs/megatron.md's list of fields that must equal the layer's value differs from "
+        "torch_domino/megatron/config.py's _MUST_EQUAL")
+
+
 @pytest.mark.parametrize("saved_by,loaded_by", [("domino", "domino"), ("local", "domino"),
                                                 ("domino", "local")])
 def test_dist_checkpointing_saves_and_reshards_across_specs(tmp_path, saved_by, loaded_by):
