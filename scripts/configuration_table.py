@@ -41,7 +41,7 @@ def main() -> int:
     parser.add_argument("--check", action="store_true",
                         help="only compare, and exit 1 if the table differs")
     args = parser.parse_args()
-    text = CONFIGURATION.read_text()
+    text = CONFIGURATION.read_text(encoding="utf-8")
     wanted = with_table(text)
     if args.check:
         if wanted != text:
@@ -49,7 +49,7 @@ def main() -> int:
                   file=sys.stderr)
             return 1
         return 0
-    CONFIGURATION.write_text(wanted)
+    CONFIGURATION.write_text(wanted, encoding="utf-8")
     return 0
 
 

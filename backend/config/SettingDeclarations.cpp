@@ -158,8 +158,9 @@ constexpr std::array kDeclarations = {
     SettingDeclaration{
         "DOMINO_HOST_ID", Agreement::kEachRank, "any non-empty string",
         "hostname + boot id + network namespace",
-        "The host identity each rank publishes to its group at init: shared memory only among "
-        "ranks of one host. Setting it per rank simulates several hosts on one machine.",
+        "The host identity each rank publishes to its group at init; ranks with different "
+        "identities are on different hosts. Setting it per rank simulates several hosts on one "
+        "machine. See [below](#domino_host_id).",
         [](const std::string& name, const std::string& value, Settings& s) {
           if (value.empty()) invalid(name, value, "a non-empty host name");
           s.host_id = value;

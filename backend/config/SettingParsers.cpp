@@ -1,8 +1,5 @@
 #include "SettingParsers.h"
 
-#include <cerrno>
-#include <cstring>
-
 #include "topology/AlgorithmTable.h"
 
 namespace domino::settings {

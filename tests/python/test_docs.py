@@ -253,7 +253,7 @@ def test_configuration_table_is_the_one_the_declarations_generate():
         "configuration_table", ROOT / "scripts" / "configuration_table.py")
     generator = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(generator)
-    text = CONFIGURATION.read_text()
+    text = CONFIGURATION.read_text(encoding="utf-8")
     assert generator.with_table(text) == text, (
         "docs/configuration.md's table is stale: run python scripts/configuration_table.py")
 
