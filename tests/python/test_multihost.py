@@ -5,15 +5,13 @@ transport plugin carrying the inter-host traffic."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import pytest
 
+from namespaces import two_namespaces  # noqa: F401 (a fixture)
 from ranks import assert_all_ok, domino_shm_segments, run_ranks
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -98,39 +96,6 @@ def test_a_host_dying_mid_collective_is_reported_by_the_other_host():
                                               or f"rank {g}" in message
                                               for g in range(4) if g != r.rank), message
     assert not domino_shm_segments()
-
-
-def _can_make_namespaces() -> bool:
-    return (shutil.which("ip") is not None and os.geteuid() == 0
-            and subprocess.run(["ip", "netns", "add", "domino-probe"], capture_output=True).returncode == 0
-            and subprocess.run(["ip", "netns", "del", "domino-probe"], capture_output=True).returncode == 0)
-
-
-@pytest.fixture
-def two_namespaces():
-    """Two network namespaces joined by a veth pair named dveth0 on both ends (10.77.x.1/2)."""
-    if not _can_make_namespaces():
-        pytest.skip("cannot create network namespaces here (needs root and iproute2)")
-    tag = uuid.uuid4().hex[:6]
-    names = [f"dom-{tag}-a", f"dom-{tag}-b"]
-    subnet = f"10.77.{int(tag[:2], 16)}"
-
-    def ip(*args):
-        subprocess.run(["ip", *args], check=True, capture_output=True)
-
-    try:
-        for n in names:
-            ip("netns", "add", n)
-        ip("link", "add", "dveth0", "netns", names[0], "type", "veth", "peer", "name", "dveth0",
-           "netns", names[1])
-        for i, n in enumerate(names):
-            ip("-n", n, "addr", "add", f"{subnet}.{i + 1}/24", "dev", "dveth0")
-            ip("-n", n, "link", "set", "dveth0", "up")
-            ip("-n", n, "link", "set", "lo", "up")
-        yield names
-    finally:
-        for n in names:
-            subprocess.run(["ip", "netns", "del", n], capture_output=True)
 
 
 def test_every_op_between_real_network_namespaces(two_namespaces):
