@@ -28,7 +28,7 @@ TWO_COMMANDS = (
     "bash scripts/test.sh",
 )
 PAGES = ("README.md", "backend.md", "configuration.md", "routing.md", "cuda.md", "layers.md",
-         "extending.md", "launching.md", "security.md",
+         "extending.md", "inference.md", "launching.md", "security.md",
          "checkpoints.md", "megatron.md", "fault-tolerance.md", "benchmarks.md",
          "how-it-works.md", "testing.md")
 # Scripts that hand the flags they do not know to another parser (parse_known_args).
