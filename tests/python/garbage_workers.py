@@ -1,0 +1,82 @@
+"""Ranks that keep computing exact collectives while something else hits their ports
+(test_garbage.py): each reports the TCP ports it listens on, then runs a fixed sequence of
+all-reduces, broadcasts and all-gathers whose every result it checks."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+
+def _address(hex_address: str, table: str) -> str:
+    """/proc/net/tcp's hex address (little-endian words) as text."""
+    import ipaddress
+    import socket
+    raw = bytes.fromhex(hex_address)
+    words = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+    if table.endswith("6"):
+        return str(ipaddress.IPv6Address(words))
+    return socket.inet_ntoa(words)
+
+
+def listening_tcp_ports() -> list[list]:
+    """[address, port] of every TCP socket this process listens on (its sockets' inodes in
+    /proc/net/tcp and tcp6)."""
+    inodes = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:["):-1])
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in inodes:  # LISTEN
+                address, port = fields[1].rsplit(":", 1)
+                found.add((_address(address, table), int(port, 16)))
+    return sorted([a, p] for a, p in found)
+
+
+def exact_under_garbage(rank: int, world: int, port_dir: str, rounds: int) -> dict:
+    warm = torch.ones(4)
+    dist.all_reduce(warm)  # every communicator up, every listener open
+    ports = listening_tcp_ports()
+    Path(port_dir, f"{rank}.json").write_text(json.dumps(ports))
+    started = Path(port_dir, "attacking")
+    for _ in range(1200):  # until the attack is under way; every rank leaves at the same call
+        seen = torch.tensor([int(started.exists())])
+        dist.all_reduce(seen, op=dist.ReduceOp.MAX)
+        if seen.item():
+            break
+        time.sleep(0.05)
+    wrong = []
+    for i in range(rounds):
+        for n in (1, 1000, 70000):
+            x = torch.arange(n, dtype=torch.float32) + rank + i
+            dist.all_reduce(x)
+            want = world * (torch.arange(n, dtype=torch.float32) + i) + world * (world - 1) / 2
+            if not torch.equal(x, want):
+                wrong.append(f"all_reduce round {i} n {n}")
+            y = torch.full((n,), float(rank + i)) if rank == i % world else torch.zeros(n)
+            dist.broadcast(y, src=i % world)
+            if not torch.equal(y, torch.full((n,), float(i % world + i))):
+                wrong.append(f"broadcast round {i} n {n}")
+            out = torch.empty(n * world, dtype=torch.int64)
+            dist.all_gather_into_tensor(out, torch.full((n,), rank * 1000 + i, dtype=torch.int64))
+            want_g = torch.cat([torch.full((n,), r * 1000 + i, dtype=torch.int64)
+                                for r in range(world)])
+            if not torch.equal(out, want_g):
+                wrong.append(f"all_gather round {i} n {n}")
+    return {"ports": ports, "wrong": wrong[:10]}

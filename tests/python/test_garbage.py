@@ -1,0 +1,90 @@
+"""Whoever can reach a rank's ports (docs/security.md): while 4 ranks on two simulated hosts run
+exact collectives, every TCP port they listen on gets random bytes, floods, headers claiming
+absurd sizes and half-open connections. Every result must stay exact and every rank finish."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import socket
+import struct
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from ranks import assert_all_ok, run_ranks
+
+HOSTS = ["a", "a", "b", "b"]
+
+
+def attack(address: str, port: int, rng: random.Random, held: list) -> bool:
+    """One attack of a random kind; False when the port refused the connection."""
+    def connect():
+        host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(address, address)
+        s = socket.create_connection((host, port), timeout=2)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        return s
+
+    kinds = ["random", "flood", "sizes", "half-open", "close"]
+    kind = rng.choice(kinds)
+    try:
+        s = connect()
+    except OSError:
+        return False
+    try:
+        if kind == "random":
+            s.sendall(rng.randbytes(rng.randint(1, 4096)))
+        elif kind == "flood":
+            for _ in range(64):
+                s.sendall(rng.randbytes(16384))
+        elif kind == "sizes":
+            for value in (2**64 - 1, 2**63, 2**32 - 1, 2**31, 0):
+                s.sendall(struct.pack("<QQQQ", value, value, value, value) * 4)
+        elif kind == "half-open":
+            s.sendall(rng.randbytes(7))
+            held.append(s)  # never closed until the ranks are done
+            return True
+        s.close()
+    except OSError:
+        pass  # reset or full mid-attack: the port defended itself
+    return True
+
+
+def test_garbage_on_every_port_leaves_every_result_exact():
+    with tempfile.TemporaryDirectory(prefix="domino-garbage-") as port_dir:
+        done = threading.Event()
+        held: list = []
+        attacked: dict[tuple, int] = {}
+
+        def attacker():
+            rng = random.Random(1234)
+            ports = []
+            while not done.is_set() and len(ports) < len(HOSTS):
+                ports = [p for p in Path(port_dir).glob("[0-9]*.json")]
+                time.sleep(0.05)
+            targets = sorted({tuple(t) for f in ports for t in json.loads(f.read_text())})
+            Path(port_dir, "attacking").touch()
+            while not done.is_set():
+                for address, port in targets:
+                    if attack(address, port, rng, held):
+                        attacked[(address, port)] = attacked.get((address, port), 0) + 1
+
+        thread = threading.Thread(target=attacker, daemon=True)
+        thread.start()
+        try:
+            results = run_ranks(4, "garbage_workers.exact_under_garbage", port_dir, 30,
+                                rank_env={r: {"DOMINO_HOST_ID": h} for r, h in enumerate(HOSTS)},
+                                timeout=600)
+        finally:
+            done.set()
+            thread.join(timeout=30)
+            for s in held:
+                s.close()
+        values = assert_all_ok(results)
+        for rank, value in enumerate(values):
+            assert value["wrong"] == [], f"rank {rank}: {value['wrong']}"
+        ports = {tuple(p) for v in values for p in v["ports"]}
+        assert ports, "the ranks listen on no TCP port: nothing was attacked"
+        assert set(attacked) == ports and min(attacked.values()) >= 5, attacked
