@@ -7,7 +7,9 @@
 #include <torch/csrc/distributed/c10d/FlightRecorder.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -15,7 +17,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <sstream>
 #include <string_view>
 #include <thread>
@@ -422,11 +423,27 @@ std::optional<std::string> FlightRecorder::dump_to_file(int64_t global_rank) {
   make_parents(path);
   const std::string bytes = dump();
   {
-    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out) {
+    // Created afresh, never through a link someone left under that name (a shared /tmp prefix):
+    // a stale file of an earlier crash goes first, and O_EXCL | O_NOFOLLOW refuse anything else.
+    ::unlink(partial.c_str());
+    const int fd =
+        ::open(partial.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    int error = fd < 0 ? errno : 0;
+    size_t written = 0;
+    while (error == 0 && written < bytes.size()) {
+      const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        error = n < 0 ? errno : EIO;
+        break;
+      }
+      written += static_cast<size_t>(n);
+    }
+    if (fd >= 0 && ::close(fd) != 0 && error == 0) error = errno;
+    if (error != 0) {
+      if (fd >= 0) ::unlink(partial.c_str());
       log_line(LogLevel::kWarn, static_cast<int>(global_rank),
-               "Flight Recorder: could not write " + partial + ": " + std::strerror(errno) +
+               "Flight Recorder: could not write " + partial + ": " + std::strerror(error) +
                    " (set TORCH_FR_DUMP_TEMP_FILE to a writable path prefix)");
       return std::nullopt;
     }

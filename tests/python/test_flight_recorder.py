@@ -50,6 +50,27 @@ def test_fr_trace_names_the_rank_that_skipped_a_collective(tmp_path, hosts):
     assert "collective: nccl:all_reduce" in said
 
 
+def test_a_dump_never_writes_through_a_link_planted_at_its_partial_file(tmp_path):
+    # Someone who can write in a shared dump folder plants links where the dumps are written
+    # first; the dumps must land anyway, and the links' targets stay as they were.
+    dumps = tmp_path / "dumps"
+    dumps.mkdir()
+    victims = []
+    for rank in range(2):
+        victim = tmp_path / f"victim{rank}"
+        victim.write_text("untouched")
+        (dumps / f".domino-dump-in-progress-{rank}").symlink_to(victim)
+        victims.append(victim)
+    prefix = str(dumps / "trace_rank_")
+    results = assert_all_ok(run_ranks(2, "flight_workers.skip_one", prefix, 1,
+                                      env=_env(tmp_path), group_timeout_s=GROUP_TIMEOUT_S,
+                                      timeout=300))
+    for rank, result in enumerate(results):
+        assert result["dumped"], f"rank {rank} wrote no dump"
+        assert (dumps / f"trace_rank_{rank}").stat().st_size > 0
+    assert [v.read_text() for v in victims] == ["untouched", "untouched"]
+
+
 @pytest.mark.parametrize("hosts", [1, 2])
 def test_fr_trace_names_a_broadcast_against_an_all_reduce(tmp_path, hosts):
     world = 2 if hosts == 1 else 4
