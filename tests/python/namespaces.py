@@ -50,4 +50,9 @@ def two_namespaces():
         yield Namespaces(names, [f"{subnet}.1", f"{subnet}.2"])
     finally:
         for n in names:
+            # Whatever a test started there and left behind (torchrun's workers run in sessions
+            # of their own), then the namespace.
+            pids = subprocess.run(["ip", "netns", "pids", n], capture_output=True, text=True)
+            for pid in pids.stdout.split():
+                subprocess.run(["kill", "-9", pid], capture_output=True)
             subprocess.run(["ip", "netns", "del", n], capture_output=True)

@@ -10,6 +10,7 @@ import re
 import socket
 import subprocess
 import sys
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -53,31 +54,35 @@ def test_torchrun_c10d_rendezvous_across_two_hosts_matches_one_host(two_namespac
     endpoint = f"{two_namespaces.addresses[0]}:29400"
     job = uuid.uuid4().hex[:8]
     env = {**os.environ, **UCX_ENV}
+    logs = [tempfile.TemporaryFile(mode="w+") for _ in two_namespaces]
     agents = [
         subprocess.Popen(
             ["ip", "netns", "exec", namespace, sys.executable, "-m", "torch.distributed.run",
              "--nnodes", "2", "--nproc-per-node", "2", "--rdzv-backend", "c10d",
              "--rdzv-endpoint", endpoint, "--rdzv-id", job, "--local-addr", address,
              # torchrun knows the endpoint is its own by the host's name; this one is the
-             # address of a second interface, so the host that serves it is told.
-             "--rdzv-conf", f"is_host={int(host == 0)}",
+             # address of a second interface, so the host that serves it is told. A host whose
+             # partner failed gives up in two minutes, not torchrun's ten.
+             "--rdzv-conf", f"is_host={int(host == 0)},join_timeout=120",
              str(ROOT / "examples" / script), *EXAMPLES[script]],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-        for host, (namespace, address) in enumerate(zip(two_namespaces,
-                                                        two_namespaces.addresses))]
+            stdout=log, stderr=subprocess.STDOUT, text=True, env=env)
+        for host, (namespace, address, log) in enumerate(zip(two_namespaces,
+                                                             two_namespaces.addresses, logs))]
+    try:
+        codes = [agent.wait(timeout=600) for agent in agents]
+    finally:
+        for agent in agents:
+            if agent.poll() is None:
+                agent.terminate()  # the fixture kills what is left in the namespaces
     outputs = []
-    for agent in agents:
-        try:
-            out, err = agent.communicate(timeout=600)
-        except subprocess.TimeoutExpired:
-            for a in agents:
-                a.kill()
-            raise
-        outputs.append((agent.returncode, out, err))
-    said = "\n".join(f"host {i}: rc {rc}\n{out[-2000:]}\n{err[-3000:]}"
-                     for i, (rc, out, err) in enumerate(outputs))
-    assert all(rc == 0 for rc, _, _ in outputs), said
-    across = [step for _, out, _ in outputs for step in losses(out)]
+    for log in logs:
+        log.seek(0)
+        outputs.append(log.read())
+        log.close()
+    said = "\n".join(f"host {i}: rc {rc}\n{out[-4000:]}"
+                     for i, (rc, out) in enumerate(zip(codes, outputs)))
+    assert all(rc == 0 for rc in codes), said
+    across = [step for out in outputs for step in losses(out)]
     want = one_host(script)
     assert [n for n, _ in across] == [n for n, _ in want] == [1, 2, 3], said
     for (_, got), (_, expected) in zip(across, want):
