@@ -1,7 +1,7 @@
 """Hugging Face tensor parallelism, domino against Gloo: decode tokens/s of
 examples/hf_tp_generate.py (a small Llama loaded with tp_plan="auto", greedy generation) at each
 world size and dtype. torch's no-op `fake` backend runs the same compute with no communication;
-a backend's share of decode time in communication is 1 - (its time / fake's time). Every
+a backend's share of decode time in communication is 1 - (fake's time / its time). Every
 (backend, world, dtype) runs once per round, the backends' order turning each round so that the
 machine's drift hits them alike; the table keeps each case's best round.
 

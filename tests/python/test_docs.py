@@ -266,6 +266,18 @@ def test_configuration_table_says_which_settings_come_from_rank_0():
     assert len(rows) == len(_C.known_variables())
 
 
+def test_megatron_md_names_exactly_the_fields_the_layer_refuses_unless_equal():
+    from torch_domino.megatron.config import _MUST_EQUAL
+    text = (DOCS / "megatron.md").read_text()
+    listed = re.search(r"<!-- must-equal fields -->(.*?)<!-- end of must-equal fields -->", text,
+                       re.DOTALL)
+    assert listed, "docs/megatron.md lost its must-equal markers"
+    documented = re.findall(r"`(\w+)`", listed.group(1))
+    assert sorted(documented) == sorted(_MUST_EQUAL), (
+        "docs/megatron.md's list of fields that must equal the layer's value differs from "
+        "torch_domino/megatron/config.py's _MUST_EQUAL")
+
+
 def test_readme_names_the_two_commands_that_ci_runs():
     text = README.read_text()
     for command in TWO_COMMANDS:
