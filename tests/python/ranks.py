@@ -31,6 +31,14 @@ class RankResult:
         return self.returncode == 0
 
 
+def free_port() -> int:
+    """A TCP port free on this host now, for a launcher's store."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def run_ranks(
     world: int,
     function: str,

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 import tempfile
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from namespaces import two_namespaces  # noqa: F401 (a fixture)
+from ranks import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = {
@@ -25,12 +25,6 @@ EXAMPLES = {
 }
 # UCX between the namespaces over the veth link only (each namespace also has its loopback).
 UCX_ENV = {"UCX_TLS": "tcp,self", "UCX_NET_DEVICES": "dveth0"}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def losses(output: str) -> list[tuple[int, float]]:
