@@ -157,6 +157,64 @@ def against_local_spec(rank: int, world: int, kinds: list, schedules: list,
     return reports
 
 
+def full_recompute(rank: int, world: int, kinds: list, methods: list) -> list:
+    """Megatron's full-layer recompute (recompute_granularity="full", one layer per checkpoint)
+    through the Domino spec against the same model without it, with and without sequence
+    parallelism: built under the same seed (the weights, and each layer's dropout seed), the same
+    batch and generator state, dropout on. Reports whether the loss and every gradient are the
+    same bits (and whether two steps without recompute are), how many times each layer's forward
+    ran in the step, and the control: the largest gradient difference when Megatron's checkpoint
+    does not restore the generators before recomputing (so it draws other dropout masks)."""
+    from megatron.core.tensor_parallel import random as megatron_random
+
+    from torch_domino.megatron import DominoLayer, get_gpt_layer_domino_spec
+    _init(world)
+    dropout = dict(hidden_dropout=0.2, attention_dropout=0.2)
+
+    def build(cfg, kind):
+        torch.manual_seed(1234)
+        return gpt(cfg, get_gpt_layer_domino_spec(split="row", micro_batches=2, config=cfg), kind)
+
+    def run(model):
+        layers = [m for m in model.modules() if isinstance(m, DominoLayer)]
+        calls = [0] * len(layers)
+        hooks = [layer.register_forward_hook(lambda *_, i=i: calls.__setitem__(i, calls[i] + 1))
+                 for i, layer in enumerate(layers)]
+        torch.manual_seed(5)  # the embedding's and the layers' dropout draws
+        loss, grads = step(model)
+        for hook in hooks:
+            hook.remove()
+        return loss, grads, calls
+
+    def same(a, b):
+        return set(a) == set(b) and all(torch.equal(a[n], b[n]) for n in b)
+
+    reports = []
+    for kind, sp in [(k, sp) for k in kinds for sp in ([False, True] if world > 1 else [False])]:
+        plain = build(config(kind, world, sp, **dropout), kind)
+        want_loss, want, plain_calls = run(plain)
+        again_loss, again, _ = run(plain)
+        for method in methods:
+            model = build(config(kind, world, sp, recompute_granularity="full",
+                                 recompute_method=method, recompute_num_layers=1, **dropout), kind)
+            loss, grads, calls = run(model)
+            # The control: the same step with the generators left as the forward left them.
+            restore = megatron_random._set_all_rng_states
+            megatron_random._set_all_rng_states = lambda *states: None
+            try:
+                _, unrestored, _ = run(model)
+            finally:
+                megatron_random._set_all_rng_states = restore
+            reports.append({"case": f"{kind} {method} sp={sp}", "loss": loss,
+                            "want_loss": want_loss,
+                            "exact": loss == want_loss and same(grads, want),
+                            "plain_repeatable": again_loss == want_loss and same(again, want),
+                            "grad": _worst(grads, want)[0], "calls": calls,
+                            "plain_calls": plain_calls,
+                            "unrestored_grad": _worst(unrestored, want)[0]})
+    return reports
+
+
 def refusals(rank: int, world: int) -> dict:
     from torch_domino.megatron import get_gpt_layer_domino_spec
     _init(world)

@@ -9,7 +9,10 @@ is redirected here, nothing else:
 - the global memory buffer (scratch for attention and the sequence-parallel gather) allocates
   on the CPU;
 - dist_checkpointing's writer preloads tensors blocking (it synchronizes CUDA after a
-  non-blocking copy).
+  non-blocking copy);
+- the checkpoint of full-layer recompute (``recompute_granularity="full"``) saves and restores
+  no CUDA generator state (there is no CUDA generator): it keeps saving and restoring the CPU
+  generator's, which the Domino layer draws its dropout seed from.
 
 Call ``use_cpu()`` after ``parallel_state.initialize_model_parallel``. It refuses to run where
 CUDA is available: there Megatron-Core needs none of it.
@@ -30,6 +33,10 @@ def use_cpu() -> None:
     torch.cuda.current_device = lambda: "cpu"
     # Megatron's documented CPU switch: the RNG tracker without CUDA generator states.
     tensor_parallel.random.initialize_rng_tracker(inference_rng_tracker=True, force_reset=True)
+    # Full recompute's CheckpointFunction reads the CUDA generator's state whatever the device
+    # (torch.cuda.get_rng_state, which fails without a driver) beside the CPU generator's.
+    tensor_parallel.random._get_cuda_rng_state = lambda *args, **kwargs: None
+    tensor_parallel.random._set_cuda_rng_state = lambda *args, **kwargs: None
 
     class CpuMemoryBuffer(GlobalMemoryBuffer):
         def get_tensor(self, tensor_shape, dtype, name, mem_alloc_context=None):
