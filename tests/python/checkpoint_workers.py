@@ -258,3 +258,66 @@ def refusals(rank: int, world: int) -> dict:
     except RuntimeError as e:
         out["shape"] = str(e)
     return out
+
+
+def _freeze(model, frozen: list[str]) -> dict[str, torch.Tensor]:
+    """Freezes the parameters named; returns copies of their values now."""
+    params = dict(model.named_parameters())
+    for name in frozen:
+        params[name].requires_grad_(False)
+    return {name: params[name].detach().clone() for name in frozen}
+
+
+def _trainable_loaded_frozen_kept(model, full, before: dict[str, torch.Tensor]) -> list[str]:
+    """Trainable parameters must hold their slice of ``full`` bit for bit, frozen ones the values
+    they had (which must differ from ``full``'s, or the check would tell nothing)."""
+    wrong = []
+    for name, param in model.named_parameters():
+        saved = model.shard_of(name, full[name])
+        if name not in before:
+            if not torch.equal(param.detach(), saved):
+                wrong.append(name)
+        elif not torch.equal(param.detach(), before[name]):
+            wrong.append(f"frozen {name} changed")
+        elif torch.equal(before[name], saved):
+            wrong.append(f"frozen {name} already held the saved value")
+    return wrong
+
+
+def save_without_frozen(rank: int, world: int, path: str, frozen: list[str], seed: int) -> dict:
+    """get_model_state_dict(ignore_frozen_params=True), sharded and whole; the sharded one
+    dcp.saved, the whole one loaded into fresh models (as it is, and broadcast from rank 0)."""
+    model = _model({})
+    full = _unsharded(model, seed)
+    model.load_unsharded(full)
+    _freeze(model, frozen)
+    state = get_model_state_dict(model, options=StateDictOptions(ignore_frozen_params=True))
+    whole = get_model_state_dict(model, options=StateDictOptions(ignore_frozen_params=True,
+                                                                 full_state_dict=True))
+    dcp.save(state, checkpoint_id=path)
+    wrong = []
+    for how, seed_of_fresh in (("full_state_dict", 98), ("broadcast_from_rank0", 97)):
+        fresh = _model({"seed": seed_of_fresh})
+        before = _freeze(fresh, frozen)
+        broadcast = how == "broadcast_from_rank0"
+        # A copy: set_model_state_dict fills the dict it is given with the model's own values.
+        set_model_state_dict(fresh, {} if broadcast and rank != 0 else dict(whole),
+                             options=StateDictOptions(full_state_dict=True, strict=False,
+                                                      broadcast_from_rank0=broadcast))
+        wrong += [f"{how}: {n}" for n in _trainable_loaded_frozen_kept(fresh, full, before)]
+    return {"keys": sorted(state), "whole_keys": sorted(whole),
+            "every_key": sorted(model.state_dict()), "wrong": wrong}
+
+
+def load_without_frozen(rank: int, world: int, path: str, frozen: list[str], seed: int) -> dict:
+    """A fresh model with the same parameters frozen loads the checkpoint of the trainable ones
+    (strict=False: the frozen ones are missing, as torch requires for a partial dict)."""
+    model = _model({"seed": 99})
+    full = _unsharded(model, seed)
+    before = _freeze(model, frozen)
+    state = get_model_state_dict(model, options=StateDictOptions(ignore_frozen_params=True))
+    dcp.load(state, checkpoint_id=path)
+    result = set_model_state_dict(model, state, options=StateDictOptions(strict=False))
+    return {"wrong": _trainable_loaded_frozen_kept(model, full, before),
+            "missing": sorted(result.missing_keys), "unexpected": sorted(result.unexpected_keys),
+            "keys": sorted(state), "finite": _computes(model)}

@@ -105,3 +105,40 @@ def test_holders_tied_weights_and_wrong_shapes():
     assert "'head.weight' is the Domino parameter 'body.layers.0.mlp.fc2.weight'" in report["tied"], report
     assert "'layers.1.mlp.fc2.weight' has shape (3, 3), but tensor-parallel rank 0 of 2 holds" in \
         report["shape"], report["shape"]
+
+
+# A fused qkv weight (its bias trains on), SwiGLU's fused fc1 weight and bias, a fused bias alone
+# (its weight trains on), a row-parallel sharded weight and a replicated norm.
+FROZEN = ["layers.0.attention.qkv.weight", "layers.0.mlp.fc1.weight", "layers.0.mlp.fc1.bias",
+          "layers.1.mlp.fc1.bias", "layers.1.mlp.fc2.weight", "final_norm.weight"]
+LEFT_OUT = {"layers.0.attention.qkv.q.weight", "layers.0.attention.qkv.k.weight",
+            "layers.0.attention.qkv.v.weight", "layers.0.mlp.fc1.gate.weight",
+            "layers.0.mlp.fc1.up.weight", "layers.0.mlp.fc1.gate.bias", "layers.0.mlp.fc1.up.bias",
+            "layers.1.mlp.fc1.gate.bias", "layers.1.mlp.fc1.up.bias", "layers.1.mlp.fc2.weight",
+            "final_norm.weight"}
+
+
+def test_frozen_parameters_are_left_out_and_the_trainable_ones_reload(tmp_path):
+    # get_model_state_dict(ignore_frozen_params=True) at TP 2: every frozen parameter's entries
+    # are gone (each block of a fused one), every trainable one's are there, decided per
+    # parameter. Saved, then loaded by set_model_state_dict(strict=False) at TP 2 and 1, and the
+    # whole form into fresh models: the trainable parameters bit for bit, the frozen ones as the
+    # fresh model had them.
+    path = str(tmp_path / "checkpoint")
+    saved = assert_all_ok(run_ranks(2, "checkpoint_workers.save_without_frozen", path, FROZEN, 7,
+                                    timeout=300))
+    every = set(saved[0]["every_key"])
+    assert LEFT_OUT <= every, sorted(LEFT_OUT - every)
+    assert {"layers.0.attention.qkv.q.bias", "layers.1.mlp.fc1.gate.weight"} <= every - LEFT_OUT
+    for rank, report in enumerate(saved):
+        assert set(report["keys"]) == every - LEFT_OUT, f"rank {rank}"
+        assert set(report["whole_keys"]) == every - LEFT_OUT, f"rank {rank}"
+        assert report["wrong"] == [], f"rank {rank}: {report['wrong']}"
+    for world in (2, 1):
+        loaded = assert_all_ok(run_ranks(world, "checkpoint_workers.load_without_frozen", path,
+                                         FROZEN, 7, timeout=300))
+        for rank, report in enumerate(loaded):
+            assert report["wrong"] == [], f"TP {world} rank {rank}: {report['wrong']}"
+            assert report["keys"] == saved[0]["keys"]
+            assert report["missing"] == sorted(FROZEN) and report["unexpected"] == []
+            assert report["finite"]

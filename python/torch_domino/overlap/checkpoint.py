@@ -14,6 +14,8 @@ rank's slice and load it everywhere. So ``state_dict()`` gives, as torchtitan's 
 The keys are the same at every tensor-parallel size, so DCP reshards. ``load_state_dict`` takes
 that form, whole blocks (``get_model_state_dict(..., full_state_dict=True)``), or this rank's
 plain slices under the parameters' own names (per-rank files of earlier releases).
+``get_model_state_dict(..., options=StateDictOptions(ignore_frozen_params=True))`` leaves out each
+frozen parameter's entries (a fused weight's blocks included), parameter by parameter.
 
 Optimizers: the first step of any optimizer over Domino parameters gives it hooks (through a
 global step pre-hook) that write their state tensors in the same form: a DTensor, or a dict of
@@ -23,6 +25,7 @@ reads it, so that path and ``set_optimizer_state_dict`` carry the whole, reshard
 
 from __future__ import annotations
 
+import sys
 import weakref
 from typing import Callable
 
@@ -178,7 +181,12 @@ def install(layer: nn.Module, layout: ShardLayout) -> None:
 
 def _saver(owned, layout: ShardLayout):
     def hook(module, state_dict, prefix, local_metadata):
+        frozen = {leaf for leaf, _ in owned if not module._parameters[leaf].requires_grad}
+        if frozen and not _torch_drops_frozen_by_own_names():
+            frozen = set()
         for leaf, name in owned:
+            if leaf in frozen:
+                continue  # left as it is, under its own name, for torch to drop
             local = state_dict.pop(prefix + leaf, None)
             if local is None:
                 continue
@@ -197,6 +205,10 @@ def _loader(owned, layout: ShardLayout, what: str):
         for leaf, name in owned:
             keys = {block: f"{prefix}{block}.{leaf}" for block in layout.blocks(name)}
             given = {block: state_dict.pop(key) for block, key in keys.items() if key in state_dict}
+            # set_model_state_dict(full_state_dict=True) fills the keys its dict lacks (a frozen
+            # weight's blocks, left out) with the model's own values: a block's empty buffer.
+            given = {block: value for block, value in given.items()
+                     if value is not module._modules[block]._buffers[leaf]}
             if given:
                 state_dict.pop(prefix + leaf, None)  # set_model_state_dict's current value
                 value = given
@@ -211,6 +223,25 @@ def _loader(owned, layout: ShardLayout, what: str):
                 state_dict.pop(prefix + leaf, None)
                 error_msgs.append(str(error))
     return hook
+
+
+# --- torch's state-dict helpers ---------------------------------------------------------
+
+def _torch_drops_frozen_by_own_names() -> bool:
+    """Whether this ``state_dict()`` runs inside torch's ``get_model_state_dict`` (or
+    ``get_state_dict``) with ``ignore_frozen_params``. torch then drops each frozen parameter
+    from what ``state_dict()`` gave by the parameter's own name (``attention.qkv.weight``), so a
+    frozen fused weight must stay under that name, not as blocks. Read off torch's frame, not by
+    replacing its function: that would import torch.distributed.checkpoint (0.7 s) with every
+    ``import torch_domino``. Should torch rename it, this finds nothing and torch raises a
+    ``KeyError`` as before; no checkpoint is written wrong."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if (frame.f_code.co_name == "_get_model_state_dict" and
+                frame.f_globals.get("__name__") == "torch.distributed.checkpoint.state_dict"):
+            return bool(getattr(frame.f_locals.get("info"), "ignore_frozen_params", False))
+        frame = frame.f_back
+    return False
 
 
 # --- optimizers ---------------------------------------------------------------------------
