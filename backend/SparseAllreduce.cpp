@@ -2,6 +2,7 @@
 
 #include <c10/util/Exception.h>
 
+#include <limits>
 #include <vector>
 
 #include "TensorBuffer.h"
@@ -38,6 +39,26 @@ at::Tensor padded(const at::Tensor& t, int64_t dim, int64_t rows) {
 }
 }  // namespace
 
+void check_entry_counts(const at::Tensor& counts, at::IntArrayRef sizes, int64_t sparse_dim,
+                        const std::string& where) {
+  // A coalesced tensor has at most one entry per index of its sparse dimensions.
+  int64_t most_entries = 1;
+  for (int64_t d = 0; d < sparse_dim && d < static_cast<int64_t>(sizes.size()); ++d) {
+    if (__builtin_mul_overflow(most_entries, sizes[static_cast<size_t>(d)], &most_entries)) {
+      most_entries = std::numeric_limits<int64_t>::max();
+      break;
+    }
+  }
+  for (int64_t r = 0; r < counts.numel(); ++r) {
+    const int64_t n = counts[r].item<int64_t>();
+    TORCH_CHECK(n >= 0 && n <= most_entries, where, ": rank ", r, " says its sparse tensor has ", n,
+                " entries, but a coalesced one of sizes ", sizes, " with ", sparse_dim,
+                " sparse dimension(s) holds 0 to ", most_entries,
+                "; its message was corrupted or it runs another torch-domino build. Destroy the "
+                "group and create a new one.");
+  }
+}
+
 void allreduce_sparse_sum(RoutedComm& comm, at::Tensor& tensor, int rank, int size,
                           const std::string& where) {
   const at::Tensor input = tensor.coalesce();
@@ -58,6 +79,7 @@ void allreduce_sparse_sum(RoutedComm& comm, at::Tensor& tensor, int rank, int si
     if (!at::equal(all_extents[r], extents)) disagree(r);
   }
   const at::Tensor counts = all.select(1, 0);
+  check_entry_counts(counts, input.sizes(), input.sparse_dim(), where);
   const int64_t most = counts.max().item<int64_t>();
   const at::Tensor indices = gathered(comm, padded(input._indices(), 1, most), size);
   const at::Tensor values =

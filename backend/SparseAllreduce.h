@@ -15,4 +15,10 @@ class RoutedComm;
 void allreduce_sparse_sum(RoutedComm& comm, at::Tensor& tensor, int rank, int size,
                           const std::string& where);
 
+// Throws naming the rank unless every rank's entry count (counts[r], as gathered from the
+// ranks) fits a coalesced sparse tensor of `sizes` with sparse_dim sparse dimensions: the counts
+// size the buffers the entries are gathered into.
+void check_entry_counts(const at::Tensor& counts, at::IntArrayRef sizes, int64_t sparse_dim,
+                        const std::string& where);
+
 }  // namespace domino

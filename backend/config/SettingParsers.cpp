@@ -106,8 +106,12 @@ uint64_t parse_bytes(const std::string& variable, const std::string& value) {
   } else if (!suffix.empty()) {
     invalid(variable, value, accepted);
   }
-  if (number == 0) invalid(variable, value, accepted);
-  return number * scale;
+  uint64_t bytes = 0;
+  // 15 digits times a GiB would wrap to a small, wrong size instead of failing.
+  if (number == 0 || __builtin_mul_overflow(number, scale, &bytes)) {
+    invalid(variable, value, accepted);
+  }
+  return bytes;
 }
 
 Priority parse_priority(const std::string& name, const std::string& what) {

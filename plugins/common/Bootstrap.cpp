@@ -20,6 +20,14 @@ std::string Bootstrap::get(const std::string& key, std::chrono::milliseconds tim
                   err, sizeof err) != 0) {
     throw TransportError(DOMINO_ERR_TIMEOUT, "rendezvous store get('" + key + "') failed: " + err);
   }
+  // The table is another component's: a size past the buffer is refused, never trusted.
+  if (size > capacity) {
+    throw TransportError(DOMINO_ERR_SYSTEM, "rendezvous store get('" + key + "') reported " +
+                                                std::to_string(size) + " bytes for a buffer of " +
+                                                std::to_string(capacity) +
+                                                "; the bootstrap table broke its contract "
+                                                "(plugin.h, domino_bootstrap_t)");
+  }
   value.resize(size);
   return value;
 }

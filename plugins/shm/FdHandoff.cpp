@@ -43,6 +43,15 @@ std::string random_hex(size_t bytes) {
 
 sockaddr_un abstract_address(const std::string& name, socklen_t* length) {
   sockaddr_un addr{};
+  // A client's name comes from the store: one longer than sun_path would overrun it.
+  if (name.empty() || name.size() > sizeof addr.sun_path - 1) {
+    fail(DOMINO_ERR_SYSTEM, "rank 0's ticket names a socket of " + std::to_string(name.size()) +
+                                " bytes, where names are 1 to " +
+                                std::to_string(sizeof addr.sun_path - 1) +
+                                "; the store's shm/ticket was not written by this build (mixed "
+                                "torch-domino versions, or another job using the group's keys). "
+                                "Create the group again with one build on every rank.");
+  }
   addr.sun_family = AF_UNIX;
   addr.sun_path[0] = '\0';  // abstract namespace: no file, gone with the socket
   std::memcpy(addr.sun_path + 1, name.data(), name.size());

@@ -69,7 +69,9 @@ std::string GroupBarrier::broken_reason() const {
     sched_yield();
   }
   if (header_->broken.load(std::memory_order_acquire) != 2) return "no reason given yet";
-  return header_->broken_reason;
+  // A peer wrote it: bounded by the array, whether or not its end is there.
+  const char* reason = header_->broken_reason;
+  return std::string(reason, strnlen(reason, sizeof header_->broken_reason));
 }
 
 void GroupBarrier::throw_if_broken(const std::string& what) const {

@@ -41,6 +41,16 @@ void PointToPoint::check_usable(const char* op) const {
   }
 }
 
+size_t PointToPoint::in_flight(int from, int to, uint64_t written, uint64_t read,
+                               const char* what) const {
+  if (const auto bytes = ring_bytes_in_flight(written, read, ring_bytes_)) return *bytes;
+  const std::string message = std::string(what) + " on " + group_label_ + ": " +
+                              ring_counters_problem(from, to, written, read, ring_bytes_) +
+                              ". The group cannot continue; destroy it and create a new one.";
+  health_->mark_broken("rank " + std::to_string(rank_) + ": " + message);
+  throw TransportError(DOMINO_ERR_PEER, message);
+}
+
 void PointToPoint::write_stream(int peer, const char* data, size_t bytes, Deadline until,
                                 const char* what) {
   ChannelControl* c = channel(rank_, peer);
@@ -50,8 +60,8 @@ void PointToPoint::write_stream(int peer, const char* data, size_t bytes, Deadli
     size_t space = 0;
     wait_for(
         [&] {
-          space =
-              ring_bytes_ - static_cast<size_t>(written - c->read.load(std::memory_order_acquire));
+          space = ring_bytes_ -
+                  in_flight(rank_, peer, written, c->read.load(std::memory_order_acquire), what);
           return space > 0;
         },
         ranks_[rank_].mailbox, spinning_pays(2),
@@ -78,7 +88,8 @@ void PointToPoint::read_stream(int peer, char* data, size_t bytes, Deadline unti
     size_t available = 0;
     wait_for(
         [&] {
-          available = static_cast<size_t>(c->written.load(std::memory_order_acquire) - read);
+          available =
+              in_flight(peer, rank_, c->written.load(std::memory_order_acquire), read, what);
           return available > 0;
         },
         ranks_[rank_].mailbox, spinning_pays(2),
@@ -96,10 +107,11 @@ void PointToPoint::read_stream(int peer, char* data, size_t bytes, Deadline unti
   }
 }
 
-bool PointToPoint::peek_header(int peer, MessageHeader* out) const {
+bool PointToPoint::peek_header(int peer, MessageHeader* out, const char* what) const {
   ChannelControl* c = channel(peer, rank_);
   const uint64_t read = c->read.load(std::memory_order_relaxed);
-  if (c->written.load(std::memory_order_acquire) - read < sizeof(MessageHeader)) return false;
+  const uint64_t written = c->written.load(std::memory_order_acquire);
+  if (in_flight(peer, rank_, written, read, what) < sizeof(MessageHeader)) return false;
   const size_t at = static_cast<size_t>(read % ring_bytes_);
   const size_t first = std::min(sizeof(MessageHeader), ring_bytes_ - at);
   auto* bytes = reinterpret_cast<char*>(out);
@@ -128,9 +140,9 @@ int PointToPoint::recv(void* data, size_t bytes, int peer, int32_t tag) {
   const char* what = peer >= 0 ? "recv" : "recv from any source";
   wait_for(
       [&] {
-        if (peer >= 0) return peek_header(peer, &message);
+        if (peer >= 0) return peek_header(peer, &message, what);
         for (int s = 0; s < size_; ++s) {
-          if (s != rank_ && peek_header(s, &message) && message.tag == tag) {
+          if (s != rank_ && peek_header(s, &message, what) && message.tag == tag) {
             source = s;
             return true;
           }

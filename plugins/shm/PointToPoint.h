@@ -36,7 +36,10 @@ class PointToPoint {
   char* ring(ChannelControl* c) const { return channel_ring(c); }
   void write_stream(int peer, const char* data, size_t bytes, Deadline until, const char* what);
   void read_stream(int peer, char* data, size_t bytes, Deadline until, const char* what);
-  bool peek_header(int peer, MessageHeader* out) const;
+  bool peek_header(int peer, MessageHeader* out, const char* what) const;
+  // Bytes in flight from -> to; throws, marking the group broken, where the counters (which the
+  // peer writes too) are impossible, before any copy trusts them.
+  size_t in_flight(int from, int to, uint64_t written, uint64_t read, const char* what) const;
   void check_peer(int peer, const char* op) const;
   void check_usable(const char* op) const;
 

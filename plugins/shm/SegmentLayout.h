@@ -8,6 +8,8 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
 
 #include "WaitWord.h"
 
@@ -17,6 +19,8 @@ namespace domino::shm {
 constexpr uint64_t kSegmentMagic = 0x444f4d494e4f3035ull;
 constexpr size_t kCacheLine = 64;
 constexpr size_t kPage = 4096;
+// The smallest payload slot rank 0 makes: a round's chunk must hold elements for every rank.
+constexpr uint64_t kMinSlotBytes = 64ull << 10;
 
 // What each rank says it is doing, compared by all ranks before any data moves.
 struct OpDescriptor {
@@ -88,5 +92,32 @@ inline ChannelControl* channel_at(SegmentHeader* header, uint64_t offset, int fr
 inline char* channel_ring(ChannelControl* channel) {
   return reinterpret_cast<char*>(channel + 1);
 }
+
+// Where each part of the segment starts for `size` ranks; nullopt where the sizes overflow.
+struct SegmentGeometry {
+  size_t payload_offset;
+  size_t channel_offset;
+  size_t link_offset;
+  size_t total_bytes;
+};
+std::optional<SegmentGeometry> segment_geometry(int size, uint64_t slot_bytes,
+                                                uint64_t channel_bytes);
+
+// Why a segment of mapped_bytes received from rank 0 cannot serve `size` ranks ("" when it can).
+// Its header was written by another process, so every size and offset in it is checked against
+// the mapping before anything indexes with it.
+std::string segment_header_problem(const void* segment, size_t mapped_bytes, int size);
+
+// Bytes in flight in a ring, from counters a peer also writes; nullopt where they are impossible
+// (read ahead of written, or more than the ring holds), which only a corrupted segment shows.
+inline std::optional<size_t> ring_bytes_in_flight(uint64_t written, uint64_t read,
+                                                  size_t ring_bytes) {
+  const uint64_t in_flight = written - read;  // wraps when read > written: refused below
+  if (in_flight > ring_bytes) return std::nullopt;
+  return static_cast<size_t>(in_flight);
+}
+// What impossible counters of the ring from -> to say, for an error message.
+std::string ring_counters_problem(int from, int to, uint64_t written, uint64_t read,
+                                  size_t ring_bytes);
 
 }  // namespace domino::shm

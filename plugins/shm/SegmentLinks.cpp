@@ -62,11 +62,18 @@ void SegmentLinks::drop() {
   for (auto& q : recvs_) q.clear();
 }
 
+size_t SegmentLinks::in_flight(int from, int to, uint64_t written, uint64_t read) {
+  if (const auto bytes = ring_bytes_in_flight(written, read, ring_bytes_)) return *bytes;
+  fail(DOMINO_ERR_PEER, where() + ": " +
+                            ring_counters_problem(from, to, written, read, ring_bytes_) +
+                            ". The group cannot continue; destroy it and create a new one.");
+}
+
 bool SegmentLinks::write_some(int peer, Message& m) {
   ChannelControl* c = channel_at(header_, header_->link_offset, rank_, peer);
   uint64_t written = c->written.load(std::memory_order_relaxed);
   const size_t space =
-      ring_bytes_ - static_cast<size_t>(written - c->read.load(std::memory_order_acquire));
+      ring_bytes_ - in_flight(rank_, peer, written, c->read.load(std::memory_order_acquire));
   const size_t total = kLengthBytes + m.bytes;
   size_t n = std::min(space, total - m.done);
   if (n == 0) return false;
@@ -92,7 +99,7 @@ bool SegmentLinks::write_some(int peer, Message& m) {
 bool SegmentLinks::read_some(int peer, Message& m) {
   ChannelControl* c = channel_at(header_, header_->link_offset, peer, rank_);
   uint64_t read = c->read.load(std::memory_order_relaxed);
-  const size_t available = static_cast<size_t>(c->written.load(std::memory_order_acquire) - read);
+  const size_t available = in_flight(peer, rank_, c->written.load(std::memory_order_acquire), read);
   const size_t total = kLengthBytes + m.bytes;
   size_t n = std::min(available, total - m.done);
   if (n == 0) return false;
@@ -130,9 +137,11 @@ bool SegmentLinks::can_move() const {
     const auto peer = static_cast<size_t>(p);
     if (!sends_[peer].empty()) {
       ChannelControl* c = channel_at(header_, header_->link_offset, rank_, p);
-      if (c->written.load(std::memory_order_relaxed) - c->read.load(std::memory_order_acquire) <
-          ring_bytes_)
-        return true;
+      const auto queued =
+          ring_bytes_in_flight(c->written.load(std::memory_order_relaxed),
+                               c->read.load(std::memory_order_acquire), ring_bytes_);
+      // Impossible counters count as movable: write_some then reports them.
+      if (!queued || *queued < ring_bytes_) return true;
     }
     if (!recvs_[peer].empty()) {
       ChannelControl* c = channel_at(header_, header_->link_offset, p, rank_);

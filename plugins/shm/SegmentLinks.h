@@ -58,6 +58,9 @@ class SegmentLinks final : public algorithms::PeerLinks {
   [[noreturn]] void fail(domino_status_t status, const std::string& message);
   void check_peer(int peer, const char* what) const;
   [[noreturn]] void fail_length(int peer, const Message& m);
+  // Bytes in flight from -> to; fails the group where the counters (which the peer writes too)
+  // are impossible, before any copy trusts them.
+  size_t in_flight(int from, int to, uint64_t written, uint64_t read);
 
   SegmentHeader* header_;
   RankControl* ranks_;

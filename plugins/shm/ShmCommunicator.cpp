@@ -22,7 +22,6 @@ namespace {
 // Chunks that stay in L2 beat fewer, larger rounds; much smaller ones cost too many barriers
 // when ranks outnumber cores (measured with bench/cpp/shm_latency).
 constexpr uint64_t kDefaultSlotBytes = 512ull << 10;
-constexpr uint64_t kMinSlotBytes = 64ull << 10;
 constexpr uint64_t kDefaultSmallMessageBytes = 32ull << 10;
 constexpr uint64_t kChannelBytes = 128ull << 10;
 std::string label_for(const domino_comm_config_t& c) {
@@ -36,7 +35,9 @@ std::string label_for(const domino_comm_config_t& c) {
 }
 
 size_t rounds_for(size_t count, size_t per_round) {
-  return per_round == 0 ? 1 : (count + per_round - 1) / per_round;
+  // Rounded up without forming count + per_round: all-to-all's count is the largest any peer
+  // published, and a wrapped sum would mean no rounds at all.
+  return per_round == 0 ? 1 : count / per_round + (count % per_round != 0 ? 1 : 0);
 }
 
 [[noreturn]] void invalid(const std::string& message) {
@@ -68,18 +69,18 @@ ShmCommunicator::ShmCommunicator(const domino_comm_config_t& config)
     uint64_t slot = workspace / (2ull * static_cast<uint64_t>(size_));
     if (config.chunk_bytes > 0) slot = std::min<uint64_t>(slot, config.chunk_bytes);
     slot_bytes_ = std::max<uint64_t>(kMinSlotBytes, slot / kPage * kPage);
-    const size_t payload_offset = control_bytes(size_);
-    const size_t channel_offset = payload_offset + 2 * static_cast<size_t>(size_) * slot_bytes_;
-    const size_t channels = size_ > 1 ? static_cast<size_t>(size_) * static_cast<size_t>(size_) : 0;
-    const size_t link_offset = channel_offset + channels * channel_stride(kChannelBytes);
-    const size_t total = link_offset + channels * channel_stride(kChannelBytes);
-    segment_ = SharedSegment::create(total, "g" + std::to_string(size_));
+    const auto geometry = segment_geometry(size_, slot_bytes_, kChannelBytes);
+    if (!geometry) {
+      invalid("shm: " + group_label_ + " asks for slots of " + std::to_string(slot_bytes_) +
+              " bytes, more than the address space holds; lower DOMINO_SHM_BYTES");
+    }
+    segment_ = SharedSegment::create(geometry->total_bytes, "g" + std::to_string(size_));
     header_ = new (segment_.data()) SegmentHeader();
     header_->size = size_;
     header_->slot_bytes = slot_bytes_;
-    header_->payload_offset = payload_offset;
-    header_->channel_offset = channel_offset;
-    header_->link_offset = link_offset;
+    header_->payload_offset = geometry->payload_offset;
+    header_->channel_offset = geometry->channel_offset;
+    header_->link_offset = geometry->link_offset;
     header_->channel_bytes = kChannelBytes;
     for (int r = 0; r < size_; ++r) new (&rank_controls(header_)[r]) RankControl();
     header_->magic = kSegmentMagic;
@@ -91,13 +92,15 @@ ShmCommunicator::ShmCommunicator(const domino_comm_config_t& config)
   } else {
     const std::string ticket = bootstrap.get("shm/ticket", timeout_.load());
     segment_ = SharedSegment::adopt(receive_fd(ticket, until));
-    header_ = static_cast<SegmentHeader*>(segment_.data());
-    if (header_->magic != kSegmentMagic || header_->size != size_) {
-      throw TransportError(DOMINO_ERR_SYSTEM,
-                           "shm: the segment received for " + group_label_ +
-                               " does not match this group (size " + std::to_string(header_->size) +
-                               "); ranks disagree on the group or run different domino versions");
+    const std::string problem = segment_header_problem(segment_.data(), segment_.size(), size_);
+    if (!problem.empty()) {
+      throw TransportError(
+          DOMINO_ERR_SYSTEM,
+          "shm: the segment rank 0 handed to " + group_label_ + " cannot be used: " + problem +
+              ". Ranks disagree on the group or run different torch-domino "
+              "builds; give every rank the same build and create the group again.");
     }
+    header_ = static_cast<SegmentHeader*>(segment_.data());
     slot_bytes_ = header_->slot_bytes;
   }
   rank_controls(header_)[rank_].pid.store(static_cast<int32_t>(getpid()));
@@ -486,11 +489,18 @@ void ShmCommunicator::alltoall(const domino_buffer_t& send, const uint64_t* send
   const auto p = static_cast<size_t>(size_);
   if (2 * p * sizeof(uint64_t) > slot_bytes_)
     invalid("alltoall: group too large for the workspace");
+  // The count is compared first, so offset + count is never formed and cannot wrap.
+  auto runs_past = [](uint64_t offset, uint64_t count, uint64_t total) {
+    return count > total || offset > total - count;
+  };
   for (size_t r = 0; r < p; ++r) {
-    if (send_offsets[r] + send_counts[r] > send.count ||
-        recv_offsets[r] + recv_counts[r] > recv.count) {
+    if (runs_past(send_offsets[r], send_counts[r], send.count) ||
+        runs_past(recv_offsets[r], recv_counts[r], recv.count)) {
       invalid("alltoall on " + group_label_ + ": the split for rank " + std::to_string(r) +
-              " runs past the end of the input or output tensor");
+              " (input " + std::to_string(send_counts[r]) + " elements at " +
+              std::to_string(send_offsets[r]) + " of " + std::to_string(send.count) + ", output " +
+              std::to_string(recv_counts[r]) + " at " + std::to_string(recv_offsets[r]) + " of " +
+              std::to_string(recv.count) + ") runs past the end of the tensor");
     }
   }
   // Round 0 publishes every rank's split sizes so each rank can check the whole matrix and all

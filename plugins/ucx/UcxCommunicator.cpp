@@ -101,9 +101,19 @@ UcxCommunicator::UcxCommunicator(const domino_comm_config_t& config)
   bootstrap.set("ucx/" + std::to_string(rank_), worker_.address());
   peer_addresses_.resize(static_cast<size_t>(size_));
   for (int r = 0; r < size_; ++r) {
-    peer_addresses_[static_cast<size_t>(r)] =
-        r == rank_ ? worker_.address()
-                   : bootstrap.get("ucx/" + std::to_string(r), timeout_.load(), kAddressCapacity);
+    std::string& address = peer_addresses_[static_cast<size_t>(r)];
+    address = r == rank_
+                  ? worker_.address()
+                  : bootstrap.get("ucx/" + std::to_string(r), timeout_.load(), kAddressCapacity);
+    // UCX reads a worker address without its length: an empty one would be read past its end.
+    if (address.empty()) {
+      throw TransportError(
+          DOMINO_ERR_SYSTEM,
+          "ucx communicator for group '" + group_ + "': rank " + describe_ranks({r}) +
+              " published an empty UCX address; the store's ucx/" + std::to_string(r) +
+              " was not written by this build (mixed torch-domino versions, or "
+              "another job using the group's keys). Create the group again.");
+    }
   }
   // Claimed last, so a failed set-up above leaves nothing to release.
   if (!worker_.claim_id(comm_id_)) {
@@ -186,6 +196,11 @@ std::string UcxCommunicator::describe_ranks(const std::vector<int>& ranks) const
   for (int r : ranks) {
     if (r < 0) {
       out += (out.empty() ? "" : ", ") + std::string("any rank");
+      continue;
+    }
+    if (r >= size_) {  // a rank decoded from a message's tag, which a peer wrote
+      out += (out.empty() ? "" : ", ") + std::to_string(r) + " (not a rank of this group of " +
+             std::to_string(size_) + ")";
       continue;
     }
     out += (out.empty() ? "" : ", ") + std::to_string(r) + " (global " +
@@ -435,7 +450,19 @@ int UcxCommunicator::recv(const domino_buffer_t& buffer, int peer, int32_t tag) 
       post_receive(peer, t, peer < 0 ? kFullMask & ~kSourceMask : kFullMask, buffer.ptr,
                    buffer.count * dtype_size(buffer.dtype))};
   finish(call, transfers);
-  return static_cast<int>((transfers[0].sender_tag & kSourceMask) >> kUserTagBits);
+  const int source = static_cast<int>((transfers[0].sender_tag & kSourceMask) >> kUserTagBits);
+  if (source >= size_) {
+    // Its bytes have landed already; the message came from no peer of this group.
+    tell_peers();
+    throw TransportError(DOMINO_ERR_PEER,
+                         "ucx recv on group '" + group_ + "' (rank " + std::to_string(rank_) +
+                             " of " + std::to_string(size_) + "): the message's tag names rank " +
+                             describe_ranks({source}) +
+                             " as its sender; a process outside the group shares its message "
+                             "id, or the tag was corrupted. This group cannot continue; destroy "
+                             "it and create a new one.");
+  }
+  return source;
 }
 
 }  // namespace domino::ucx

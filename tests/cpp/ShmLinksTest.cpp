@@ -26,6 +26,7 @@
 #include "support/CollectiveChecks.h"
 #include "support/FileBootstrap.h"
 #include "support/ForkRanks.h"
+#include "support/LocalSegment.h"
 
 namespace domino {
 namespace {
@@ -265,32 +266,7 @@ TEST(ShmLinks, APeerThatNeverCallsIsNamedWithinTheTimeout) {
 // Two SegmentLinks over one segment in this process's memory, a thread each: several messages
 // to one peer in one wait (empty ones, ones larger than the ring) arrive in order and whole, and
 // a receive of the wrong size fails before writing anything into its buffer.
-struct LocalSegment {
-  static constexpr size_t kRing = 4096;
-  std::vector<std::byte> memory;
-  shm::SegmentHeader* header;
-  explicit LocalSegment(int size) {
-    const size_t channels = static_cast<size_t>(size) * static_cast<size_t>(size);
-    const size_t offset = shm::control_bytes(size);
-    memory.resize(offset + channels * shm::channel_stride(kRing) + shm::kPage);
-    void* base = memory.data();
-    size_t space = memory.size();
-    base = std::align(shm::kPage, memory.size() - shm::kPage, base, space);
-    header = new (base) shm::SegmentHeader();
-    header->size = size;
-    header->channel_bytes = kRing;
-    header->channel_offset = offset;
-    header->link_offset = offset;
-    for (int r = 0; r < size; ++r) {
-      new (&shm::rank_controls(header)[r]) shm::RankControl();
-      shm::rank_controls(header)[r].pid.store(static_cast<int32_t>(getpid()));
-    }
-    for (int from = 0; from < size; ++from) {
-      for (int to = 0; to < size; ++to)
-        new (shm::channel_at(header, offset, from, to)) shm::ChannelControl();
-    }
-  }
-};
+using testing::LocalSegment;
 
 TEST(SegmentLinks, SeveralMessagesToOnePeerInOneWaitArriveInOrderAndWhole) {
   LocalSegment segment(2);
