@@ -3,7 +3,6 @@
 #include <c10/util/ApproximateClock.h>
 #include <c10/util/Exception.h>
 #include <c10/util/SmallVector.h>
-#include <c10/util/thread_name.h>
 #include <torch/csrc/distributed/c10d/FlightRecorder.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
@@ -19,7 +18,6 @@
 #include <cstring>
 #include <sstream>
 #include <string_view>
-#include <thread>
 
 #include "config/Log.h"
 
@@ -105,7 +103,6 @@ void make_parents(const std::string& path) {
   }
 }
 
-const std::string kDumpKey = "domino/flight_recorder/dump";
 }  // namespace
 
 struct FlightRecorder::Group {
@@ -471,88 +468,135 @@ c10::intrusive_ptr<c10d::Store> job_store(c10::intrusive_ptr<c10d::Store> store)
 }
 }  // namespace
 
-void FlightRecorder::on_failure(const c10::intrusive_ptr<c10d::Store>& store, int64_t global_rank,
-                                const std::string& what) {
+// c10d's store as the dump handshake uses it.
+class C10dRequestStore final : public RequestStore {
+ public:
+  explicit C10dRequestStore(c10::intrusive_ptr<c10d::Store> store) : store_(std::move(store)) {}
+  bool claim(const std::string& key, const std::string& value) override {
+    const std::vector<uint8_t> desired(value.begin(), value.end());
+    return store_->compareSet(key, {}, desired) == desired;
+  }
+  void set(const std::string& key, const std::string& value) override {
+    store_->set(key, std::vector<uint8_t>(value.begin(), value.end()));
+  }
+  std::optional<std::string> find(const std::string& key) override {
+    if (!store_->check({key})) return std::nullopt;
+    const auto value = store_->get(key);
+    return std::string(value.begin(), value.end());
+  }
+  bool wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) override {
+    try {
+      store_->wait(keys, timeout);
+      return true;
+    } catch (const std::exception&) {
+      // Stores throw different types for a timeout and for a lost connection; one that still
+      // answers timed out.
+      (void)store_->check(keys);
+      return false;
+    }
+  }
+
+ private:
+  c10::intrusive_ptr<c10d::Store> store_;
+};
+
+// A connection of the store's own where it can make one: the group's may sit in a long wait
+// on another thread.
+c10::intrusive_ptr<c10d::Store> own_connection(const c10::intrusive_ptr<c10d::Store>& store) {
+  try {
+    return store->clone();
+  } catch (const std::exception&) {
+    return store;  // an in-process store, safe to share
+  }
+}
+
+void FlightRecorder::on_failure(int64_t global_rank, const std::vector<int64_t>& group_ranks,
+                                const std::string& what, std::chrono::milliseconds wait) {
   if (capacity_ == 0) return;
   const int64_t now_ms = now_ns() / 1000000;
   int64_t last = last_dump_ms_.load();
   // A failure fails every op queued behind it: one dump for all of them.
-  if (now_ms - last < 1000 || !last_dump_ms_.compare_exchange_strong(last, now_ms)) return;
-  try {
-    const std::string request = "rank " + std::to_string(global_rank) + " at " +
-                                std::to_string(now_ms) + ": " + what.substr(0, 200);
-    c10::intrusive_ptr<c10d::Store> requests;
-    {
-      std::lock_guard<std::mutex> lock(watch_mutex_);
-      last_request_ = request;  // our own: the watcher need not dump again for it
-      requests = watched_;
-    }
-    // The watcher's own connection, not the group's, which another thread may hold in a wait.
-    if (!requests) requests = job_store(store);
-    requests->set(kDumpKey, std::vector<uint8_t>(request.begin(), request.end()));
-  } catch (const std::exception&) {
-    // The store may be what failed; this rank still dumps its own.
+  const bool fresh = now_ms - last >= 1000 && last_dump_ms_.compare_exchange_strong(last, now_ms);
+  DumpHandshake* handshake = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(watch_mutex_);
+    if (handshake_ != nullptr && handshake_->watching()) handshake = handshake_;
   }
+  if (handshake == nullptr) {
+    // No watcher (the store failed when the group was made): this rank still dumps its own.
+    if (fresh) dump_for(global_rank, /*answering=*/false);
+    return;
+  }
+  const std::string request = "rank " + std::to_string(global_rank) + " at " +
+                              std::to_string(now_ms) + ": " + what.substr(0, 200);
+  const auto missing = handshake->on_failure(fresh, group_ranks, request, wait);
+  if (!missing.empty()) {
+    std::string ranks;
+    for (const int64_t rank : missing) ranks += (ranks.empty() ? "" : ", ") + std::to_string(rank);
+    log_line(LogLevel::kWarn, static_cast<int>(global_rank),
+             "Flight Recorder: ranks " + ranks + " did not confirm their dumps within " +
+                 std::to_string(wait.count()) +
+                 " ms; fr_trace may lack them (DOMINO_FR_DUMP_WAIT_MS sets the wait)");
+  }
+}
+
+bool FlightRecorder::dump_for(int64_t global_rank, bool answering) {
+  std::lock_guard<std::mutex> lock(dump_mutex_);
+  const int64_t now_ms = now_ns() / 1000000;
+  // One taken within the last second (this rank's own failure, a request a moment earlier)
+  // already holds what a new one would.
+  if (answering && now_ms - last_dump_ms_.load() < 1000 && last_dump_written_) return true;
+  if (answering) last_dump_ms_.store(now_ms);
   try {
-    dump_to_file(global_rank);
+    last_dump_written_ = dump_to_file(global_rank).has_value();
   } catch (const std::exception& e) {
+    last_dump_written_ = false;
     log_line(LogLevel::kWarn, static_cast<int>(global_rank),
              std::string("Flight Recorder: the dump failed: ") + e.what());
   }
+  return last_dump_written_;
 }
 
-void FlightRecorder::watch(const c10::intrusive_ptr<c10d::Store>& store, int64_t global_rank) {
+void FlightRecorder::watch(const c10::intrusive_ptr<c10d::Store>& store, int64_t global_rank,
+                           std::chrono::milliseconds wait) {
   if (capacity_ == 0) return;
   std::lock_guard<std::mutex> lock(watch_mutex_);
-  if (watching_) return;
-  watched_ = job_store(store);
+  if (handshake_ != nullptr && handshake_->watching()) return;
+  const auto job = job_store(store);
+  // Held weakly: only a pending request keeps the store (and a server this process hosts) up.
+  c10::weak_intrusive_ptr<c10d::Store> weak(job);
+  auto pin = [weak]() -> std::shared_ptr<void> {
+    auto strong = weak.lock();
+    if (!strong) return nullptr;
+    return std::make_shared<c10::intrusive_ptr<c10d::Store>>(std::move(strong));
+  };
+  auto handshake = std::make_unique<DumpHandshake>(
+      global_rank, std::make_unique<C10dRequestStore>(own_connection(job)),
+      std::make_unique<C10dRequestStore>(own_connection(job)),
+      [this, global_rank](bool answering) { return dump_for(global_rank, answering); },
+      std::move(pin));
   try {
-    // A connection of its own: the group's may sit in a long wait on another thread.
-    watched_ = watched_->clone();
-  } catch (const std::exception&) {
+    handshake->start(wait);
+  } catch (const std::exception& e) {
+    log_line(
+        LogLevel::kWarn, static_cast<int>(global_rank),
+        std::string("Flight Recorder: cannot watch for other ranks' dump requests: ") + e.what());
+    return;
   }
-  watched_rank_ = global_rank;
-  try {
-    // A request left in the store by an earlier incarnation of the job is not ours.
-    if (watched_->check({kDumpKey})) {
-      const auto value = watched_->get(kDumpKey);
-      last_request_.assign(value.begin(), value.end());
-    }
-  } catch (const std::exception&) {
-  }
-  watching_ = true;
-  std::thread([this] { watch_loop(); }).detach();
+  // A handshake that stopped (its store went away) stays allocated: its thread may still read it.
+  handshake_ = handshake.release();
+  static std::once_flag at_exit;
+  std::call_once(at_exit, [] { std::atexit(&FlightRecorder::finish_at_exit); });
 }
 
-void FlightRecorder::watch_loop() {
-  c10::setThreadName("domino-fr-watch");
-  for (;;) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    c10::intrusive_ptr<c10d::Store> store;
-    int64_t rank = -1;
-    {
-      std::lock_guard<std::mutex> lock(watch_mutex_);
-      store = watched_;
-      rank = watched_rank_;
-    }
-    std::string request;
-    try {
-      if (!store->check({kDumpKey})) continue;
-      const auto value = store->get(kDumpKey);
-      request.assign(value.begin(), value.end());
-    } catch (const std::exception&) {
-      return;  // the job's store is gone: the job is ending
-    }
-    {
-      std::lock_guard<std::mutex> lock(watch_mutex_);
-      if (request == last_request_) continue;
-      last_request_ = request;
-    }
-    log_line(LogLevel::kWarn, static_cast<int>(rank),
-             "Flight Recorder: another rank asked for a dump (" + request + ")");
-    last_dump_ms_.store(now_ns() / 1000000);
-    dump_to_file(rank);
+void FlightRecorder::finish_at_exit() {
+  FlightRecorder& recorder = get();
+  DumpHandshake* handshake = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(recorder.watch_mutex_);
+    handshake = recorder.handshake_;
   }
+  if (handshake != nullptr) handshake->finish();
 }
 
 }  // namespace domino

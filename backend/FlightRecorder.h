@@ -7,7 +7,8 @@
 // set above 0, and then costs one uncontended lock and a few stores per op; unset or 0, one
 // branch. A failed op dumps this process's buffer to TORCH_FR_DUMP_TEMP_FILE (or
 // TORCH_NCCL_DEBUG_INFO_TEMP_FILE) + global rank and asks every other rank, through the job's
-// store, to dump its own, so fr_trace sees every rank, the one that never came included.
+// store, to dump its own, so fr_trace sees every rank, the one that never came included; the
+// error reaches its caller once they have (engine/DumpHandshake.h).
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -23,6 +24,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "engine/DumpHandshake.h"
 
 namespace domino {
 
@@ -67,19 +70,25 @@ class FlightRecorder {
   // (and warns when it cannot write).
   std::optional<std::string> dump_to_file(int64_t global_rank);
 
-  // A failed op: dumps this process's buffer (at most once a second) and asks every rank of
-  // the job to dump theirs, through store (the job's store under the group's prefix).
-  void on_failure(const c10::intrusive_ptr<c10d::Store>& store, int64_t global_rank,
-                  const std::string& what);
-  // Watches store for other ranks' dump requests (one thread per process, while enabled).
-  void watch(const c10::intrusive_ptr<c10d::Store>& store, int64_t global_rank);
+  // A failed op of a group of group_ranks (global ranks): dumps this process's buffer (at most
+  // once a second), asks every rank of the job to dump theirs through the store watch() was
+  // given, and waits up to wait for the group's recording ranks to acknowledge, so that every
+  // dump is on disk before the error reaches its caller.
+  void on_failure(int64_t global_rank, const std::vector<int64_t>& group_ranks,
+                  const std::string& what, std::chrono::milliseconds wait);
+  // Watches store for other ranks' dump requests (one thread per process, while enabled), and
+  // answers them within wait of the request at exit too.
+  void watch(const c10::intrusive_ptr<c10d::Store>& store, int64_t global_rank,
+             std::chrono::milliseconds wait);
 
  private:
   FlightRecorder();
   ~FlightRecorder();
   struct Slot;
   struct Group;
-  void watch_loop();
+  // A dump for a failure of this rank's own, or in answer to another rank's request.
+  bool dump_for(int64_t global_rank, bool answering);
+  static void finish_at_exit();
 
   size_t capacity_ = 0;
   std::unique_ptr<c10::ApproximateClockToUnixTimeConverter> clock_;
@@ -89,13 +98,13 @@ class FlightRecorder {
   uint64_t next_id_ = 1;
   size_t next_slot_ = 0;
   std::string dump_prefix_;
+  // When the last dump began, and whether it reached the disk: one dump a second at most.
   std::atomic<int64_t> last_dump_ms_{0};
-  // Dump requests: the store every group shares, the last request seen, the watching thread.
+  std::mutex dump_mutex_;
+  bool last_dump_written_ = false;
+  // The dump handshake between ranks; never destroyed (its thread may wait in the store).
   std::mutex watch_mutex_;
-  c10::intrusive_ptr<c10d::Store> watched_;
-  int64_t watched_rank_ = -1;
-  std::string last_request_;
-  bool watching_ = false;
+  DumpHandshake* handshake_ = nullptr;
 };
 
 // fr_trace's name for a domino op ("all_reduce" -> "all_reduce", "all_gather_into_tensor" ->

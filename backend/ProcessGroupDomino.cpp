@@ -203,7 +203,8 @@ ProcessGroupDomino::ProcessGroupDomino(const c10::intrusive_ptr<c10d::Store>& st
     throw;
   }
   // Other ranks' failures reach this one through the job's store (a no-op when not recording).
-  FlightRecorder::get().watch(store_, global_ranks_[static_cast<size_t>(rank_)]);
+  FlightRecorder::get().watch(store_, global_ranks_[static_cast<size_t>(rank_)],
+                              settings_.fr_dump_wait);
   log_line(LogLevel::kInfo, rank,
            label() + " ready: " + std::to_string(layout_.hosts.size()) + " host(s) (" + hosts +
                "), intra-host transport " + plugin_->name + ", inter-host transport " +
@@ -425,14 +426,17 @@ void ProcessGroupDomino::run_issued(IssuedOp& issued,
                                   ? " [collective #" + number + " of " + label() +
                                         ", the Flight Recorder's collective_seq_id]"
                                   : " [point-to-point op #" + number + " of " + label() + "]";
-    const std::string message = job_message(e, issued.timeout, which);
+    failure = job_message(e, issued.timeout, which);
     recorder.retired(issued.recorded);
-    work.fail(as_backend_error(message));
-    failure = message;
+  }
+  if (failure) {
+    // Before the error reaches the waiter, who may exit at once: every rank's dump on disk
+    // first (a bounded wait, and only while recording).
+    recorder.on_failure(global_ranks_[static_cast<size_t>(rank_)], global_ranks_, *failure,
+                        settings_.fr_dump_wait);
+    work.fail(as_backend_error(*failure));
   }
   if (issued.counted) lanes_.finished(issued.lane_index);
-  // After the error reached the waiter: a dump takes store and file I/O.
-  if (failure) recorder.on_failure(store_, global_ranks_[static_cast<size_t>(rank_)], *failure);
 }
 
 void ProcessGroupDomino::submit_issued(IssuedOp issued,

@@ -146,6 +146,18 @@ constexpr std::array kDeclarations = {
                                                          {"info", LogLevel::kInfo},
                                                          {"debug", LogLevel::kDebug}});
                        }},
+    SettingDeclaration{
+        "DOMINO_FR_DUMP_WAIT_MS", Agreement::kEachRank, "milliseconds, 0 to 86400000", "`15000`",
+        "With the Flight Recorder on, how long a failed op waits for the other ranks of its "
+        "group to confirm their dumps before its error reaches the caller; `0`: no wait. See "
+        "[fault-tolerance.md](fault-tolerance.md#flight-recorder).",
+        [](const std::string& name, const std::string& value, Settings& s) {
+          const bool digits = !value.empty() && value.size() <= 8 &&
+                              value.find_first_not_of("0123456789") == std::string::npos;
+          const long ms = digits ? std::stol(value) : -1;
+          if (ms < 0 || ms > 86400000) invalid(name, value, "milliseconds from 0 to 86400000");
+          s.fr_dump_wait = std::chrono::milliseconds(ms);
+        }},
     // Agreed: ranks issuing on different default lanes would pair up collectives that are not
     // the same call.
     SettingDeclaration{

@@ -1,6 +1,7 @@
 // Everything a user can configure through DOMINO_* variables, parsed and checked in one place.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -44,6 +45,9 @@ struct Settings {
   bool blocking_wait = false;
   // DOMINO_REDUCTION_KERNELS: "auto" (the fastest this CPU runs) or a variant's name.
   std::string reduction_kernels = "auto";
+  // DOMINO_FR_DUMP_WAIT_MS: how long a failed op waits for the other ranks' Flight Recorder
+  // dumps before its error reaches the caller.
+  std::chrono::milliseconds fr_dump_wait{15000};
 };
 
 class ConfigError : public std::invalid_argument {
