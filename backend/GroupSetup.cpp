@@ -2,11 +2,18 @@
 // costs), which transports they load, and where this rank's communication runs.
 #include <sched.h>
 
+#include <c10/util/Type.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string_view>
 #include <thread>
+#include <typeinfo>
 
 #include "ProcessGroupDomino.h"
 #include "StoreBootstrap.h"
@@ -18,7 +25,9 @@
 #include "plugins/registry/Communicator.h"
 #include "plugins/registry/PluginLinks.h"
 #include "plugins/registry/PluginRegistry.h"
+#include "plugins/ucx/UcxNetDevices.h"
 #include "topology/AlgorithmTable.h"
+#include "topology/NetworkInterfaces.h"
 
 namespace domino {
 
@@ -66,6 +75,7 @@ topology::TransportCost ProcessGroupDomino::measure_link(const domino_plugin_t* 
   // Short: a peer that cannot answer must not hold up the group's creation for long.
   config.timeout_ms = std::min<int64_t>(timeout().count(), 10000);
   config.bootstrap = bootstrap.table();
+  config.socket_interfaces = socket_interfaces_.c_str();
   Communicator comm(plugin, config);
   return by_collectives ? probe_transport_by_collectives(comm) : probe_transport(comm, config.rank);
 }
@@ -267,12 +277,11 @@ void ProcessGroupDomino::bind() {
     const topology::HostTopology& topo = host();
     binding_ = topology::choose_binding(topo, layout_.local_rank[static_cast<size_t>(rank_)],
                                         layout_.local_size(rank_), allowed);
-    // Rail alignment: with several NICs, UCX uses the one next to this rank's node, unless the
-    // user chose (UCX's own UCX_NET_DEVICES wins). UCX reads it when it starts, once per process.
+    // Rail alignment: with several NICs, UCX may use the one next to this rank's node
+    // (choose_socket_interfaces() decides whether it does).
     if (!layout_.single_host() && topo.nics.size() > 1 && !binding_.nic.empty() &&
-        std::getenv("UCX_NET_DEVICES") == nullptr &&
         path_exists("/sys/class/net/" + binding_.nic)) {
-      setenv("UCX_NET_DEVICES", binding_.nic.c_str(), 0);
+      rail_interface_ = binding_.nic;
     }
   } catch (const std::exception& e) {
     binding_ = topology::Binding{};
@@ -280,6 +289,130 @@ void ProcessGroupDomino::bind() {
     log_line(LogLevel::kWarn, rank_,
              label() + ": no host topology (" + e.what() + "); progress threads stay unbound");
   }
+}
+
+namespace {
+// UCX reads its network devices once per process, so the process's first group decides them.
+struct FirstInterfaceChoice {
+  std::string interfaces;
+  std::string rule;
+  std::string group;
+};
+std::mutex first_choice_mutex;
+std::optional<FirstInterfaceChoice> first_choice;
+
+// The host of the job's store when it is a TCPStore (the ranks reach it through the network);
+// else "" and what it is, in *kind.
+std::string tcp_store_host(const c10::intrusive_ptr<c10d::Store>& store, uint16_t* port,
+                           std::string* kind) {
+  c10::intrusive_ptr<c10d::Store> base = store;
+  if (auto* prefixed = dynamic_cast<c10d::PrefixStore*>(base.get())) {
+    base = prefixed->getUnderlyingNonPrefixStore();
+  }
+  if (const auto* tcp = dynamic_cast<const c10d::TCPStore*>(base.get())) {
+    *port = tcp->getPort();
+    return tcp->getHost();
+  }
+  const c10d::Store& what = *base;
+  *kind = "the job's store is a " + c10::demangle(typeid(what).name()) +
+          ", which names no host to reach (one host's store)";
+  return "";
+}
+}  // namespace
+
+std::vector<std::string> ProcessGroupDomino::other_hosts_toward_store(const std::string& mine,
+                                                                      bool wanted) {
+  const std::string prefix = "domino/route/";
+  if (layout_.local_rank[static_cast<size_t>(rank_)] == 0) {
+    store_->set(prefix + std::to_string(rank_), std::vector<uint8_t>(mine.begin(), mine.end()));
+  }
+  std::vector<std::string> found;
+  const int my_host = layout_.host_of_rank[static_cast<size_t>(rank_)];
+  try {
+    // The first address another host reached the store from is enough.
+    for (size_t h = 0; wanted && found.empty() && h < layout_.hosts.size(); ++h) {
+      if (static_cast<int>(h) == my_host) continue;
+      const std::string key = prefix + std::to_string(layout_.host_ranks[h].front());
+      store_->wait({key}, timeout());
+      const std::vector<uint8_t> address = store_->get(key);
+      if (!address.empty()) found.emplace_back(address.begin(), address.end());
+    }
+  } catch (const std::exception& e) {
+    // A host that never publishes fails the group's set-up later, naming it; here UCX only
+    // loses the hint.
+    log_line(LogLevel::kInfo, rank_,
+             label() + ": no other host's address toward the store (" + e.what() + ")");
+  }
+  return found;
+}
+
+void ProcessGroupDomino::choose_socket_interfaces() {
+  topology::InterfaceInputs inputs;
+  inputs.pattern = settings_.socket_ifname;
+  const char* user_devices = std::getenv("UCX_NET_DEVICES");
+  inputs.user_net_devices = user_devices != nullptr ? user_devices : "";
+  inputs.store_host = tcp_store_host(store_, &inputs.store_port, &inputs.store_kind);
+  inputs.rail_interface = rail_interface_;
+  const std::vector<topology::NetworkInterface> here = topology::local_interfaces();
+  if (!layout_.single_host() && !inputs.store_host.empty()) {
+    const std::string mine =
+        topology::network_address_toward(inputs.store_host, inputs.store_port, here);
+    const bool by_default = inputs.user_net_devices.empty() && inputs.pattern.empty();
+    inputs.peer_addresses = other_hosts_toward_store(mine, by_default && mine.empty());
+  }
+  topology::InterfaceChoice choice;
+  try {
+    choice = topology::choose_interfaces(inputs, here);
+  } catch (const std::invalid_argument& e) {
+    TORCH_CHECK_VALUE(false, "domino: init of ", label(), " failed: ", e.what(), ".");
+  }
+  if (!inputs.user_net_devices.empty() && !inputs.pattern.empty()) {
+    log_line(LogLevel::kWarn, rank_,
+             label() + ": both UCX_NET_DEVICES='" + inputs.user_net_devices +
+                 "' and DOMINO_SOCKET_IFNAME='" + inputs.pattern +
+                 "' are set; UCX uses UCX_NET_DEVICES. Unset one of them.");
+  }
+  std::string mine = topology::join_names(choice.interfaces, ",");
+  {
+    std::lock_guard<std::mutex> lock(first_choice_mutex);
+    if (!first_choice) {
+      first_choice = FirstInterfaceChoice{mine, choice.rule, label()};
+    } else if (first_choice->interfaces != mine) {
+      auto named = [](const std::string& interfaces) {
+        return interfaces.empty() ? std::string("every device UCX finds") : "'" + interfaces + "'";
+      };
+      const std::string clash =
+          label() + ": this group's rule gives UCX " + named(mine) + " (" + choice.rule +
+          "), but UCX takes its network devices once per process, and this process's first "
+          "domino group, " +
+          first_choice->group + ", gave it " + named(first_choice->interfaces) + " (" +
+          first_choice->rule + ")";
+      // The user's explicit choice cannot take effect: fail rather than use other interfaces.
+      TORCH_CHECK_VALUE(!choice.by_user, "domino: init of ", clash,
+                        ". Set DOMINO_SOCKET_IFNAME (or UCX_NET_DEVICES) before the process's "
+                        "first init_process_group and keep it for its later groups.");
+      log_line(LogLevel::kWarn, rank_,
+               clash + "; this group uses the first one's. Set DOMINO_SOCKET_IFNAME to choose.");
+      mine = first_choice->interfaces;
+      choice.rule = first_choice->rule;
+    }
+  }
+  socket_interfaces_ = mine;
+  network_rule_ = choice.rule;
+  std::string devices;
+  if (!inputs.user_net_devices.empty()) {
+    ucx_net_devices_ = inputs.user_net_devices;
+    devices = "'" + ucx_net_devices_ + "', as the user's UCX_NET_DEVICES names them";
+  } else if (mine.empty()) {
+    ucx_net_devices_.clear();
+    devices = "every one UCX finds, since " + choice.rule + "; set DOMINO_SOCKET_IFNAME to choose";
+  } else {
+    const std::vector<std::string> rdma = ucx::active_rdma_ports();
+    ucx_net_devices_ = ucx::net_devices_value(mine, rdma);
+    devices = ucx_net_devices_ + " (" + choice.rule +
+              (rdma.empty() ? "" : "; RDMA ports " + topology::join_names(rdma) + " kept") + ")";
+  }
+  log_line(LogLevel::kInfo, rank_, label() + ": UCX's network devices: " + devices);
 }
 
 }  // namespace domino

@@ -163,6 +163,7 @@ ProcessGroupDomino::ProcessGroupDomino(const c10::intrusive_ptr<c10d::Store>& st
     inter_plugin_ = loaded_transport("DOMINO_INTER_TRANSPORT", settings_.inter_transport, "ucx");
     const domino_plugin_t* nccl = registry_->find("nccl");
     bind();  // before anything starts UCX, which reads UCX_NET_DEVICES once
+    choose_socket_interfaces();
     router_ = std::make_unique<topology::Router>(agree_on_routing(hosts));
     device_ = std::make_unique<DeviceCollectives>(DeviceCollectives::Group{
         .store = store_,
@@ -252,6 +253,7 @@ domino_comm_config_t ProcessGroupDomino::comm_config(const std::vector<int>& mem
   config.group_name = name.c_str();
   config.timeout_ms = timeout().count();
   config.bootstrap = bootstrap.table();
+  config.socket_interfaces = socket_interfaces_.c_str();
   return config;
 }
 

@@ -72,6 +72,10 @@ class ProcessGroupDomino : public c10d::Backend {
   const char* intra_transport() const;
   // Where this rank's communication runs: NUMA node, progress-thread CPUs, NIC.
   const topology::Binding& binding() const { return binding_; }
+  // UCX's network devices as UCX reads them (the user's UCX_NET_DEVICES, or what this rank hands
+  // down: its socket interfaces and RDMA ports; "" when UCX chooses), and the rule that decided.
+  const std::string& ucx_net_devices() const { return ucx_net_devices_; }
+  const std::string& network_rule() const { return network_rule_; }
   // The transport between hosts ("none" for a one-host group that never needs it).
   const char* inter_transport() const;
   // How collectives are planned for this group (router inputs agreed with rank 0).
@@ -289,8 +293,16 @@ class ProcessGroupDomino : public c10d::Backend {
   // rendezvous keys.
   topology::TransportCost measure_link(const domino_plugin_t* plugin, int peer,
                                        const std::string& what, bool by_collectives);
-  // Chooses binding_ from the host topology and applies the NIC choice.
+  // Chooses binding_ from the host topology, and the NIC rail alignment would give UCX.
   void bind();
+  // Which network interfaces this rank hands its transports (socket_interfaces_): the first rule
+  // of topology::choose_interfaces that applies, the same for every group of the process. Logs
+  // it; throws ValueError for a DOMINO_SOCKET_IFNAME that selects nothing here.
+  void choose_socket_interfaces();
+  // Each host's first rank publishes mine, its address toward the job's store ("" for loopback);
+  // when wanted (this host's own route is loopback: the store is on it, so the route says nothing
+  // about the network), returns another host's.
+  std::vector<std::string> other_hosts_toward_store(const std::string& mine, bool wanted);
   // Every rank publishes its host identity and reads everyone's.
   topology::GroupLayout exchange_layout();
   // Whether plugin takes the router's algorithm names per call (collective_with for any op,
@@ -316,6 +328,10 @@ class ProcessGroupDomino : public c10d::Backend {
   std::vector<int64_t> global_ranks_;
   topology::GroupLayout layout_;
   topology::Binding binding_;
+  std::string rail_interface_;     // bind(): this rank's NIC on a host with several; "" if none
+  std::string socket_interfaces_;  // comma-separated, for every communicator's config (ABI 9)
+  std::string ucx_net_devices_;
+  std::string network_rule_;
   std::string group_name_;
   struct LaneComm {
     std::vector<std::unique_ptr<StoreBootstrap>> bootstraps;

@@ -8,6 +8,7 @@
 
 #include "SettingParsers.h"
 #include "topology/CostModel.h"
+#include "topology/NetworkInterfaces.h"
 
 namespace domino {
 
@@ -176,6 +177,23 @@ constexpr std::array kDeclarations = {
         [](const std::string& name, const std::string& value, Settings& s) {
           if (value.empty()) invalid(name, value, "a non-empty host name");
           s.host_id = value;
+        }},
+    // Each rank's own: interface names differ from host to host, and which ones carry a rank's
+    // traffic changes nothing that its peers must match.
+    SettingDeclaration{
+        "DOMINO_SOCKET_IFNAME", Agreement::kEachRank,
+        "comma-separated interface names or prefixes (`eth0`, `eth,ib`); a leading `^` excludes "
+        "them, a leading `=` matches exactly (NCCL_SOCKET_IFNAME's syntax)",
+        "the interface through which this host reaches the job's store",
+        "The network interfaces UCX may use between hosts (its RDMA devices stay). "
+        "`UCX_NET_DEVICES`, when set, wins. See [below](#domino_socket_ifname).",
+        [](const std::string& name, const std::string& value, Settings& s) {
+          try {
+            (void)topology::parse_interface_pattern(value);
+          } catch (const std::invalid_argument& e) {
+            invalid(name, value, e.what());
+          }
+          s.socket_ifname = value;
         }},
     SettingDeclaration{
         "DOMINO_TOPO_FILE", Agreement::kEachRank, "path of a readable hwloc XML file",

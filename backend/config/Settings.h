@@ -37,6 +37,9 @@ struct Settings {
   uint64_t rail_chunk_bytes = topology::RouterOptions{}.rail_chunk_bytes;
   bool single_copy = true;  // large messages read straight from peer processes where permitted
   std::string topology_file;
+  // DOMINO_SOCKET_IFNAME: which network interfaces UCX may use (NCCL_SOCKET_IFNAME's syntax);
+  // empty: the one that reaches the job's store.
+  std::string socket_ifname;
   std::vector<std::string> plugin_path;
   LogLevel log_level = LogLevel::kWarn;
   GpuTransport gpu_transport = GpuTransport::kAuto;

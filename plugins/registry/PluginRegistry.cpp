@@ -20,8 +20,9 @@ namespace {
 constexpr const char* kPrefix = "libdomino-plugin-";
 constexpr const char* kSuffix = ".so";
 
-// The table's bytes a plugin built for `version` has: each version appended entries, and the
-// communicator config has kept its layout since kOldestAbi.
+// The table's bytes a plugin built for `version` has: each version up to 8 appended entries
+// (9 none: it appended socket_interfaces to the communicator config, whose earlier fields have
+// kept their layout since kOldestAbi, so an older plugin reads the config it knows).
 size_t table_bytes(uint32_t version) {
   switch (version) {
     case 3:

@@ -13,8 +13,8 @@ namespace domino {
 
 class PluginRegistry {
  public:
-  // The oldest plugin ABI this backend loads: the communicator config has kept its layout since,
-  // and a table from then is read up to its own last entry.
+  // The oldest plugin ABI this backend loads: the communicator config has only grown at its end
+  // since, and a table from then is read up to its own last entry.
   static constexpr uint32_t kOldestAbi = 3;
 
   // The built-in transports plus those found in search_path (directories). Throws

@@ -76,7 +76,7 @@ UcxCommunicator::UcxCommunicator(const domino_comm_config_t& config)
       small_message_bytes_(config.small_message_bytes != 0 ? config.small_message_bytes
                                                            : algorithms::kDefaultSmallMessageBytes),
       algorithm_(algorithms::parse_allreduce_algorithm(config.algorithm, "ucx")),
-      worker_(UcxWorker::instance()) {
+      worker_(UcxWorker::instance(config.socket_interfaces)) {
   for (int r = 0; r < size_; ++r) {
     global_ranks_.push_back(config.global_ranks != nullptr ? config.global_ranks[r] : r);
   }

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "UcxNetDevices.h"
 #include "plugins/common/Directory.h"
 #include "plugins/common/SpinPolicy.h"
 #include "plugins/common/TransportError.h"
@@ -56,17 +57,46 @@ void sleep_for_microseconds(long us) {
 }
 }  // namespace
 
-UcxWorker& UcxWorker::instance() {
+UcxWorker& UcxWorker::instance(const char* socket_interfaces) {
   // Never destroyed: endpoints may still be closing when static destructors run, and UCX
   // releases everything at process exit anyway.
-  static UcxWorker* worker = new UcxWorker();
+  static std::mutex mutex;
+  static UcxWorker* worker = nullptr;
+  const std::string wanted = socket_interfaces != nullptr ? socket_interfaces : "";
+  std::lock_guard<std::mutex> lock(mutex);
+  if (worker == nullptr) {
+    worker = new UcxWorker(wanted);
+  } else if (!wanted.empty() && wanted != worker->socket_interfaces_ &&
+             std::getenv("UCX_NET_DEVICES") == nullptr) {
+    throw TransportError(
+        DOMINO_ERR_INVALID,
+        "ucx: this communicator asks for the network interfaces '" + wanted +
+            "', but this process's UCX started with " +
+            (worker->net_devices_.empty() ? std::string("every device it found")
+                                          : "NET_DEVICES '" + worker->net_devices_ + "'") +
+            ", and UCX reads its devices once per process. Choose the interfaces before the "
+            "process's first group (DOMINO_SOCKET_IFNAME) and keep them for its later ones.");
+  }
   return *worker;
 }
 
-UcxWorker::UcxWorker() {
+UcxWorker::UcxWorker(const std::string& socket_interfaces) : socket_interfaces_(socket_interfaces) {
   ucp_config_t* config = nullptr;
   ucs_status_t status = ucp_config_read(nullptr, nullptr, &config);
   if (status != UCS_OK) fail("ucp_config_read", status);
+  // The user's UCX_NET_DEVICES wins; RDMA ports stay, since interface names do not cover them.
+  if (std::getenv("UCX_NET_DEVICES") == nullptr && !socket_interfaces.empty()) {
+    net_devices_ = net_devices_value(socket_interfaces, active_rdma_ports());
+    status = ucp_config_modify(config, "NET_DEVICES", net_devices_.c_str());
+    if (status != UCS_OK) {
+      ucp_config_release(config);
+      throw TransportError(DOMINO_ERR_INVALID,
+                           "UCX refused NET_DEVICES '" + net_devices_ + "' (" +
+                               ucs_status_string(status) +
+                               "). Check DOMINO_SOCKET_IFNAME, or name UCX's devices yourself "
+                               "with UCX_NET_DEVICES (ucx_info -d lists them).");
+    }
+  }
   // The user's UCX_RNDV_THRESH wins; without RDMA devices every inter-host byte goes over TCP.
   if (std::getenv("UCX_RNDV_THRESH") == nullptr && !host_has_rdma_device()) {
     // A UCX that refuses the value keeps its own threshold: slower overlap, nothing wrong.

@@ -51,11 +51,17 @@ struct Transfer {
 
 class UcxWorker {
  public:
-  // Starts UCX on first use (reading UCX_* variables such as UCX_TLS and UCX_NET_DEVICES).
-  // Throws TransportError with UCX's reason when it cannot.
-  static UcxWorker& instance();
+  // Starts UCX on first use (reading UCX_* variables such as UCX_TLS and UCX_NET_DEVICES), its
+  // network devices restricted to socket_interfaces (comma-separated names; NULL or "": UCX's
+  // own choice) plus every active RDMA port, unless the user set UCX_NET_DEVICES. UCX reads its
+  // devices once: a later call whose non-empty socket_interfaces differ from the first call's
+  // throws TransportError (DOMINO_ERR_INVALID) naming both. Throws TransportError with UCX's
+  // reason when UCX cannot start.
+  static UcxWorker& instance(const char* socket_interfaces = nullptr);
 
   const std::string& address() const { return address_; }
+  // What this worker's UCX was given as NET_DEVICES; "" when UCX chose (or UCX_NET_DEVICES).
+  const std::string& net_devices() const { return net_devices_; }
 
   // Communicators share the worker and tell their messages apart by an id in the tag: two live
   // ones in one process must not share it. Returns false when id is taken.
@@ -86,7 +92,7 @@ class UcxWorker {
                            Transfer* notice = nullptr);
 
  private:
-  UcxWorker();
+  explicit UcxWorker(const std::string& socket_interfaces);
   struct Endpoint {
     ucp_ep_h ep = nullptr;
     // Also the error callback's argument: it lives until the endpoint is closed.
@@ -115,6 +121,8 @@ class UcxWorker {
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   std::string address_;
+  std::string socket_interfaces_;  // as the first caller named them
+  std::string net_devices_;
   int event_fd_ = -1;  // -1: UCX offers no wake-up here, waiters poll with short sleeps
   // Wake descriptors of the threads asleep on event_fd_ (under mutex_): completions another
   // thread handles for them will not signal event_fd_ again.

@@ -179,9 +179,11 @@ PYBIND11_MODULE(_C, m) {
              out["numa"] = b.numa;
              out["cpus"] = b.cpus;
              out["nic"] = b.nic.empty() ? py::object(py::none()) : py::object(py::str(b.nic));
-             const char* devices = std::getenv("UCX_NET_DEVICES");
+             // As UCX reads them: the user's UCX_NET_DEVICES or what this rank hands down.
+             const std::string& devices = pg.ucx_net_devices();
              out["ucx_net_devices"] =
-                 devices ? py::object(py::str(devices)) : py::object(py::none());
+                 devices.empty() ? py::object(py::none()) : py::object(py::str(devices));
+             out["ucx_net_devices_rule"] = pg.network_rule();
              return out;
            })
       .def_property_readonly("default_priority",

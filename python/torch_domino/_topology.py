@@ -120,6 +120,7 @@ def main(argv=None) -> int:
             print(f"  rank {v['rank']}: local rank {v['layout']['local_rank']} of {v['layout']['local_size']}, "
                   f"progress threads on cpus {v['binding']['cpus']}, NUMA {v['binding']['numa']}, NIC {v['binding']['nic']}, "
                   f"intra-host {v['transports']['intra_host']}, inter-host {v['transports']['inter_host']}, "
+                  f"UCX network devices {v['binding']['ucx_net_devices'] or 'all'}, "
                   f"default lane {v['default_lane']}")
         _print_routing(view["routing"])
         return 0

@@ -62,6 +62,24 @@ TEST(Settings, TopologyFileMustBeReadable) {
   EXPECT_THROW(parse_settings({{"DOMINO_TOPO_FILE", "/nonexistent/topo.xml"}}), ConfigError);
 }
 
+TEST(Settings, SocketIfnameIsEachRanksOwnAndMustNameSomething) {
+  EXPECT_EQ(parse_settings({{"DOMINO_SOCKET_IFNAME", "^docker,lo"}}).settings.socket_ifname,
+            "^docker,lo");
+  try {
+    parse_settings({{"DOMINO_SOCKET_IFNAME", "^"}});
+    ADD_FAILURE() << "an empty exclusion list was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("DOMINO_SOCKET_IFNAME='^' is not valid"),
+              std::string::npos)
+        << e.what();
+  }
+  // Hosts name their NICs differently: a rank keeps its own list, never rank 0's.
+  const AdoptedEnvironment adopted = adopt_wire_settings(
+      {{"DOMINO_SOCKET_IFNAME", "ens5"}}, wire_record({{"DOMINO_SOCKET_IFNAME", "eth0"}}), 1);
+  EXPECT_EQ(adopted.env.at("DOMINO_SOCKET_IFNAME"), "ens5");
+  EXPECT_TRUE(adopted.differences.empty());
+}
+
 TEST(Settings, PluginPathSplitsOnColons) {
   const auto s = parse_settings({{"DOMINO_PLUGIN_PATH", "/a::/b:"}}).settings;
   EXPECT_EQ(s.plugin_path, (std::vector<std::string>{"/a", "/b"}));

@@ -3,7 +3,8 @@
  * DOMINO_PLUGIN_ABI_VERSION on any change. Entries are only ever appended, so the loader asks a
  * plugin's init for the newest version first, then each older one down to 3, and reads an older
  * plugin's table only up to its version's last entry (the later ones count as NULL); it refuses
- * plugins older than 3 or newer than this header. */
+ * plugins older than 3 or newer than this header. The communicator config only grows at its end
+ * too: a plugin never reads a config field added after the version its init was asked for. */
 #ifndef DOMINO_PLUGIN_H
 #define DOMINO_PLUGIN_H
 
@@ -14,7 +15,7 @@
 extern "C" {
 #endif
 
-#define DOMINO_PLUGIN_ABI_VERSION 8u
+#define DOMINO_PLUGIN_ABI_VERSION 9u
 #define DOMINO_PLUGIN_INIT_SYMBOL "domino_plugin_init"
 /* comm_shrink's flags. */
 #define DOMINO_SHRINK_ABORT 0x1u /* end the parent's work in flight first */
@@ -103,6 +104,13 @@ typedef struct domino_comm_config {
    * plugin's own. */
   int32_t device;
   void* stream;
+  /* The network interfaces this rank's traffic between hosts may use, by name, comma-separated
+   * ("eth0", "eth0,ib0"): DOMINO_SOCKET_IFNAME's selection, else the interface through which this
+   * host reaches the job's store. NULL or "": the transport's own choice. A transport whose
+   * network state is the process's (UCX's one worker) takes the first value it sees, and fails a
+   * later comm_create whose non-empty value differs with DOMINO_ERR_INVALID. A transport without
+   * sockets ignores it. (Added in ABI 9.) */
+  const char* socket_interfaces;
 } domino_comm_config_t;
 
 typedef struct domino_comm domino_comm_t; /* opaque, owned by the plugin */
