@@ -353,6 +353,19 @@ void ProcessGroupDomino::choose_socket_interfaces() {
   inputs.user_net_devices = user_devices != nullptr ? user_devices : "";
   inputs.store_host = tcp_store_host(store_, &inputs.store_port, &inputs.store_kind);
   inputs.rail_interface = rail_interface_;
+  if (layout_.single_host() && inputs.pattern.empty()) {
+    // No traffic between hosts: nothing to choose by default, and nothing to fix for the
+    // process's later groups (Megatron makes dozens of in-host groups).
+    std::lock_guard<std::mutex> lock(first_choice_mutex);
+    socket_interfaces_ = first_choice ? first_choice->interfaces : "";
+    network_rule_ =
+        first_choice ? first_choice->rule : std::string("a group on one host chooses no interface");
+    ucx_net_devices_ = !inputs.user_net_devices.empty() ? inputs.user_net_devices
+                       : socket_interfaces_.empty()
+                           ? std::string()
+                           : ucx::net_devices_value(socket_interfaces_, ucx::active_rdma_ports());
+    return;
+  }
   const std::vector<topology::NetworkInterface> here = topology::local_interfaces();
   if (!layout_.single_host() && !inputs.store_host.empty()) {
     const std::string mine =

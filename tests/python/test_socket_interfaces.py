@@ -45,9 +45,11 @@ def test_a_file_store_leaves_ucx_its_own_choice_and_says_why(tmp_path):
 
 def test_a_later_group_cannot_choose_other_interfaces_than_the_first(tmp_path):
     # UCX reads its devices once per process: the first group's (UCX's own, with a file store)
-    # hold, and a later group whose DOMINO_SOCKET_IFNAME asks for others fails its init.
+    # hold, and a later group whose DOMINO_SOCKET_IFNAME asks for others fails its init. Two
+    # simulated hosts: a group on one host chooses nothing by default, and fixes nothing.
+    hosts = {r: {"DOMINO_HOST_ID": f"h{r}"} for r in range(2)}
     results = run_ranks(2, "interface_workers.later_group_with_other_interfaces",
-                        f"file://{tmp_path}/store", backend="none", timeout=90)
+                        f"file://{tmp_path}/store", rank_env=hosts, backend="none", timeout=90)
     for outcome in assert_all_ok(results):
         assert outcome["sum"] == [2.0] * 3, outcome
         assert outcome["error"] == "ValueError", outcome
