@@ -479,6 +479,9 @@ class C10dRequestStore final : public RequestStore {
   void set(const std::string& key, const std::string& value) override {
     store_->set(key, std::vector<uint8_t>(value.begin(), value.end()));
   }
+  void append(const std::string& key, const std::string& value) override {
+    store_->append(key, std::vector<uint8_t>(value.begin(), value.end()));
+  }
   std::optional<std::string> find(const std::string& key) override {
     if (!store_->check({key})) return std::nullopt;
     const auto value = store_->get(key);
@@ -501,10 +504,14 @@ class C10dRequestStore final : public RequestStore {
 };
 
 // A connection of the store's own where it can make one: the group's may sit in a long wait
-// on another thread.
-c10::intrusive_ptr<c10d::Store> own_connection(const c10::intrusive_ptr<c10d::Store>& store) {
+// on another thread. Its calls give up after wait (at least a second), so that a store that
+// went away delays a failing op's error by about that, not by the store's own timeout.
+c10::intrusive_ptr<c10d::Store> own_connection(const c10::intrusive_ptr<c10d::Store>& store,
+                                               std::chrono::milliseconds wait) {
   try {
-    return store->clone();
+    auto connection = store->clone();
+    connection->setTimeout(std::max(wait, std::chrono::milliseconds(1000)));
+    return connection;
   } catch (const std::exception&) {
     return store;  // an in-process store, safe to share
   }
@@ -543,36 +550,38 @@ void FlightRecorder::on_failure(int64_t global_rank, const std::vector<int64_t>&
 bool FlightRecorder::dump_for(int64_t global_rank, bool answering) {
   std::lock_guard<std::mutex> lock(dump_mutex_);
   const int64_t now_ms = now_ns() / 1000000;
-  // One taken within the last second (this rank's own failure, a request a moment earlier)
+  // One written within the last second (this rank's own failure, a request a moment earlier)
   // already holds what a new one would.
-  if (answering && now_ms - last_dump_ms_.load() < 1000 && last_dump_written_) return true;
+  if (answering && now_ms - last_written_ms_ < 1000) return true;
   if (answering) last_dump_ms_.store(now_ms);
+  bool written = false;
   try {
-    last_dump_written_ = dump_to_file(global_rank).has_value();
+    written = dump_to_file(global_rank).has_value();
   } catch (const std::exception& e) {
-    last_dump_written_ = false;
     log_line(LogLevel::kWarn, static_cast<int>(global_rank),
              std::string("Flight Recorder: the dump failed: ") + e.what());
   }
-  return last_dump_written_;
+  if (written) last_written_ms_ = now_ms;
+  return written;
 }
 
-void FlightRecorder::watch(const c10::intrusive_ptr<c10d::Store>& store, int64_t global_rank,
-                           std::chrono::milliseconds wait) {
+void FlightRecorder::watch(const void* group, const c10::intrusive_ptr<c10d::Store>& store,
+                           int64_t global_rank, std::chrono::milliseconds wait) {
   if (capacity_ == 0) return;
   std::lock_guard<std::mutex> lock(watch_mutex_);
-  if (handshake_ != nullptr && handshake_->watching()) return;
   const auto job = job_store(store);
-  // Held weakly: only a pending request keeps the store (and a server this process hosts) up.
-  c10::weak_intrusive_ptr<c10d::Store> weak(job);
-  auto pin = [weak]() -> std::shared_ptr<void> {
-    auto strong = weak.lock();
-    if (!strong) return nullptr;
-    return std::make_shared<c10::intrusive_ptr<c10d::Store>>(std::move(strong));
+  live_stores_.emplace_back(group, job);
+  if (handshake_ != nullptr && handshake_->watching()) return;
+  // A pending request keeps a live group's store (and a server this process hosts) up; once
+  // every group is gone, nothing holds it.
+  auto pin = [this]() -> std::shared_ptr<void> {
+    std::lock_guard<std::mutex> lock(watch_mutex_);
+    if (live_stores_.empty()) return nullptr;
+    return std::make_shared<c10::intrusive_ptr<c10d::Store>>(live_stores_.front().second);
   };
   auto handshake = std::make_unique<DumpHandshake>(
-      global_rank, std::make_unique<C10dRequestStore>(own_connection(job)),
-      std::make_unique<C10dRequestStore>(own_connection(job)),
+      global_rank, std::make_unique<C10dRequestStore>(own_connection(job, wait)),
+      std::make_unique<C10dRequestStore>(own_connection(job, wait)),
       [this, global_rank](bool answering) { return dump_for(global_rank, answering); },
       std::move(pin));
   try {
@@ -587,6 +596,11 @@ void FlightRecorder::watch(const c10::intrusive_ptr<c10d::Store>& store, int64_t
   handshake_ = handshake.release();
   static std::once_flag at_exit;
   std::call_once(at_exit, [] { std::atexit(&FlightRecorder::finish_at_exit); });
+}
+
+void FlightRecorder::unwatch(const void* group) {
+  std::lock_guard<std::mutex> lock(watch_mutex_);
+  std::erase_if(live_stores_, [group](const auto& entry) { return entry.first == group; });
 }
 
 void FlightRecorder::finish_at_exit() {

@@ -76,10 +76,12 @@ class FlightRecorder {
   // dump is on disk before the error reaches its caller.
   void on_failure(int64_t global_rank, const std::vector<int64_t>& group_ranks,
                   const std::string& what, std::chrono::milliseconds wait);
-  // Watches store for other ranks' dump requests (one thread per process, while enabled), and
-  // answers them within wait of the request at exit too.
-  void watch(const c10::intrusive_ptr<c10d::Store>& store, int64_t global_rank,
+  // group (its ProcessGroupDomino) is made over store: watches the job's store for other ranks'
+  // dump requests (one thread per process, while enabled), and answers them within wait of the
+  // request at exit too. unwatch when the group is destroyed.
+  void watch(const void* group, const c10::intrusive_ptr<c10d::Store>& store, int64_t global_rank,
              std::chrono::milliseconds wait);
+  void unwatch(const void* group);
 
  private:
   FlightRecorder();
@@ -98,13 +100,15 @@ class FlightRecorder {
   uint64_t next_id_ = 1;
   size_t next_slot_ = 0;
   std::string dump_prefix_;
-  // When the last dump began, and whether it reached the disk: one dump a second at most.
+  // When the last dump began: one dump a second at most for this rank's own failures.
   std::atomic<int64_t> last_dump_ms_{0};
   std::mutex dump_mutex_;
-  bool last_dump_written_ = false;
+  int64_t last_written_ms_ = 0;  // when the last dump that reached the disk began
   // The dump handshake between ranks; never destroyed (its thread may wait in the store).
   std::mutex watch_mutex_;
   DumpHandshake* handshake_ = nullptr;
+  // The live groups' job stores, which a pending request pins.
+  std::vector<std::pair<const void*, c10::intrusive_ptr<c10d::Store>>> live_stores_;
 };
 
 // fr_trace's name for a domino op ("all_reduce" -> "all_reduce", "all_gather_into_tensor" ->

@@ -204,7 +204,7 @@ ProcessGroupDomino::ProcessGroupDomino(const c10::intrusive_ptr<c10d::Store>& st
     throw;
   }
   // Other ranks' failures reach this one through the job's store (a no-op when not recording).
-  FlightRecorder::get().watch(store_, global_ranks_[static_cast<size_t>(rank_)],
+  FlightRecorder::get().watch(this, store_, global_ranks_[static_cast<size_t>(rank_)],
                               settings_.fr_dump_wait);
   log_line(LogLevel::kInfo, rank,
            label() + " ready: " + std::to_string(layout_.hosts.size()) + " host(s) (" + hosts +
@@ -214,6 +214,7 @@ ProcessGroupDomino::ProcessGroupDomino(const c10::intrusive_ptr<c10d::Store>& st
 
 ProcessGroupDomino::~ProcessGroupDomino() {
   shutdown();
+  FlightRecorder::get().unwatch(this);
 }
 
 void ProcessGroupDomino::shutdown() {

@@ -5,7 +5,7 @@
 // dumps and acknowledges. Torch-free: FlightRecorder.cpp adapts c10d's store to RequestStore.
 //
 // Keys, under the job's store with no group prefix:
-//   domino/flight_recorder/watching/<rank>    set by every rank that records
+//   domino/flight_recorder/watching           "<rank>," appended by every rank that records
 //   domino/flight_recorder/request/<n>        "<from>;<awaited ranks, comma-separated>;<what>",
 //                                             claimed atomically, so numbers have no gaps
 //   domino/flight_recorder/ack/<n>/<rank>     "dumped" or "failed", once <rank> has tried
@@ -29,6 +29,7 @@ class RequestStore {
   // Writes value under key unless key is set; true when this call wrote it.
   virtual bool claim(const std::string& key, const std::string& value) = 0;
   virtual void set(const std::string& key, const std::string& value) = 0;
+  virtual void append(const std::string& key, const std::string& value) = 0;
   virtual std::optional<std::string> find(const std::string& key) = 0;
   // True once every key is set; false when timeout passes first; throws when the store is gone.
   virtual bool wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) = 0;
@@ -65,9 +66,11 @@ class DumpHandshake {
   void start(std::chrono::milliseconds wait);
   bool watching() const;
 
-  // A failed op on a group of group_ranks. post: ask every rank to dump (false when this rank
-  // asked within the last second; it then waits for that request's acknowledgements again).
-  // Returns the awaited ranks that did not acknowledge within wait.
+  // A failed op on a group of group_ranks: dumps, asks every rank to dump, and waits up to wait
+  // for the acknowledgements of the group's recording ranks. post false (this rank dumped
+  // within the last second): it waits for the request it last made or answered instead, its
+  // own answer included. One failure at a time: a second lane's waits for the first's. Returns
+  // the awaited ranks that did not acknowledge; later failures no longer wait for them.
   std::vector<int64_t> on_failure(bool post, const std::vector<int64_t>& group_ranks,
                                   const std::string& what, std::chrono::milliseconds wait);
 
@@ -77,18 +80,22 @@ class DumpHandshake {
 
   static std::string request_key(uint64_t number);
   static std::string ack_key(uint64_t number, int64_t rank);
-  static std::string watching_key(int64_t rank);
+  static std::string watching_key();
 
  private:
   struct Pending {
     DumpRequest request;
+    std::chrono::steady_clock::time_point seen;
     std::chrono::steady_clock::time_point deadline;
     std::shared_ptr<void> pinned_store;
   };
   void watch_loop();
   void answer(const DumpRequest& request);
+  std::optional<DumpRequest> post(const std::vector<int64_t>& group_ranks, const std::string& what,
+                                  bool dumped);
   std::vector<int64_t> await_acks(const DumpRequest& request,
-                                  std::chrono::steady_clock::time_point deadline);
+                                  std::chrono::steady_clock::time_point deadline,
+                                  bool include_self);
   std::vector<int64_t> watching_ranks(const std::vector<int64_t>& ranks);
 
   const int64_t rank_;
@@ -97,12 +104,15 @@ class DumpHandshake {
   DumpFn dump_;
   PinFn pin_;
   std::mutex caller_mutex_;
+  std::mutex failure_mutex_;  // one on_failure at a time
 
   mutable std::mutex mutex_;
   bool watching_ = false;
   uint64_t next_number_ = 1;  // the first request number not yet seen
   std::chrono::milliseconds wait_{0};
   std::optional<Pending> pending_;  // the newest request made or seen
+  std::vector<int64_t> silent_;     // ranks that missed an acknowledgement: not awaited again
+  bool exiting_ = false;            // finish() ran: static destructors may follow
 };
 
 }  // namespace domino

@@ -3,6 +3,7 @@ hangs that dump every rank's buffer, and what each rank saw."""
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 import time
@@ -79,3 +80,32 @@ def recorded(rank: int, world: int) -> dict:
     return {"version": dump["version"], "pg_config": dump["pg_config"],
             "pg_status": dump["pg_status"], "entries": entries,
             "enabled": torch_domino._C._flight_recorder_enabled()}
+
+
+def reinit_on_the_same_port(rank: int, world: int, port: int) -> dict:
+    """With recording on (so the dump handshake watches the store), two jobs one after the other
+    in one process over a TCPStore that rank 0 hosts on the same port: the first job's store
+    must be gone with its group, or the second would find its keys (or its port taken)."""
+    sums = []
+    for _ in range(2):
+        dist.init_process_group("domino", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                                world_size=world)
+        x = torch.full((4,), float(rank + 1))
+        dist.all_reduce(x)
+        sums.append(x.tolist())
+        dist.barrier()  # rank 0's server outlives no one's use of it
+        dist.destroy_process_group()
+    gc.collect()
+    return {"sums": sums, "port_free": rank != 0 or _port_is_free(port)}
+
+
+def _port_is_free(port: int) -> bool:
+    import socket
+    with socket.socket() as s:
+        # Connections the first job closed linger in TIME_WAIT; only a listener refuses this.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True

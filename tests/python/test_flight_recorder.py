@@ -199,3 +199,14 @@ def test_every_dump_is_on_disk_when_the_raising_ranks_exit_at_once(tmp_path, sto
     print(f"{store}, {hosts} host(s): rank 1's dump on disk {sorted(round(ms) for ms in seen_after_ms)}"
           " ms after the request")
     assert statistics.median(seen_after_ms) < 100, seen_after_ms
+
+
+def test_a_second_job_in_the_process_gets_a_fresh_store_on_the_same_port(tmp_path):
+    # The dump handshake holds a job's store only while a request is pending, never after its
+    # group is destroyed.
+    from ranks import free_port
+    results = assert_all_ok(run_ranks(2, "flight_workers.reinit_on_the_same_port", free_port(),
+                                      env=_env(tmp_path), backend="none", timeout=120))
+    for result in results:
+        assert result["sums"] == [[3.0] * 4, [3.0] * 4], result
+        assert result["port_free"], "rank 0's store still listens after its last group went"
