@@ -351,8 +351,6 @@ void ProcessGroupDomino::choose_socket_interfaces() {
   inputs.pattern = settings_.socket_ifname;
   const char* user_devices = std::getenv("UCX_NET_DEVICES");
   inputs.user_net_devices = user_devices != nullptr ? user_devices : "";
-  inputs.store_host = tcp_store_host(store_, &inputs.store_port, &inputs.store_kind);
-  inputs.rail_interface = rail_interface_;
   if (layout_.single_host() && inputs.pattern.empty()) {
     // No traffic between hosts: nothing to choose by default, and nothing to fix for the
     // process's later groups (Megatron makes dozens of in-host groups).
@@ -366,6 +364,8 @@ void ProcessGroupDomino::choose_socket_interfaces() {
                            : ucx::net_devices_value(socket_interfaces_, ucx::active_rdma_ports());
     return;
   }
+  inputs.store_host = tcp_store_host(store_, &inputs.store_port, &inputs.store_kind);
+  inputs.rail_interface = rail_interface_;
   const std::vector<topology::NetworkInterface> here = topology::local_interfaces();
   if (!layout_.single_host() && !inputs.store_host.empty()) {
     const std::string mine =

@@ -12,41 +12,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-
-def _address(hex_address: str, table: str) -> str:
-    """/proc/net/tcp's hex address (little-endian words) as text."""
-    import ipaddress
-    import socket
-    raw = bytes.fromhex(hex_address)
-    words = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
-    if table.endswith("6"):
-        return str(ipaddress.IPv6Address(words))
-    return socket.inet_ntoa(words)
-
-
-def listening_tcp_ports() -> list[list]:
-    """[address, port] of every TCP socket this process listens on (its sockets' inodes in
-    /proc/net/tcp and tcp6)."""
-    inodes = set()
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            target = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            inodes.add(target[len("socket:["):-1])
-    found = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            lines = Path(table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            fields = line.split()
-            if fields[3] == "0A" and fields[9] in inodes:  # LISTEN
-                address, port = fields[1].rsplit(":", 1)
-                found.add((_address(address, table), int(port, 16)))
-    return sorted([a, p] for a, p in found)
+from ranks import listening_tcp_ports
 
 
 def _agreed(flag: Path) -> bool:

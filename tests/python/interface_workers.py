@@ -4,7 +4,6 @@ network interfaces UCX listens on."""
 from __future__ import annotations
 
 import datetime
-import ipaddress
 import json
 import os
 import subprocess
@@ -12,6 +11,8 @@ import time
 
 import torch
 import torch.distributed as dist
+
+from ranks import listening_tcp_ports
 
 
 def init_outcome(rank: int, world: int, init_method: str) -> dict:
@@ -51,32 +52,6 @@ def _interface_addresses() -> dict[str, str]:
     return {a["local"]: i["ifname"] for i in out for a in i.get("addr_info", [])}
 
 
-def _listening_addresses() -> set[str]:
-    """The local addresses of this process's listening TCP sockets (/proc/net is this
-    namespace's view)."""
-    inodes = set()
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            target = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            inodes.add(target[len("socket:["):-1])
-    found = set()
-    for table, width in (("/proc/net/tcp", 4), ("/proc/net/tcp6", 16)):
-        with open(table) as f:
-            next(f)
-            for line in f:
-                fields = line.split()
-                if fields[3] != "0A" or fields[9] not in inodes:  # 0A: LISTEN
-                    continue
-                raw = bytes.fromhex(fields[1].split(":")[0])
-                # The kernel prints each 32-bit word in host (little-endian) order.
-                packed = b"".join(raw[i:i + 4][::-1] for i in range(0, width, 4))
-                found.add(str(ipaddress.ip_address(packed)))
-    return found
-
-
 def exact_job(rank: int, world: int, init_method: str) -> dict:
     """All-reduces, a broadcast and an all-gather across the hosts, checked exactly, then the
     interfaces UCX listens on and what the topology report says it was given."""
@@ -101,7 +76,7 @@ def exact_job(rank: int, world: int, init_method: str) -> dict:
         failures.append("all_gather")
     binding = torch_domino.topology(sizes=[8])["binding"]
     owners = _interface_addresses()
-    listening = sorted({owners[a] for a in _listening_addresses() if a in owners})
+    listening = sorted({owners[a] for a in {address for address, _ in listening_tcp_ports()} if a in owners})
     dist.destroy_process_group()
     return {"failures": failures, "listening": listening,
             "ucx_net_devices": binding["ucx_net_devices"],

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ranks import assert_all_ok, run_ranks
+from ranks import assert_all_ok, free_port, run_ranks
 
 GROUP_TIMEOUT_S = 3
 
@@ -139,7 +139,6 @@ def test_nothing_is_recorded_or_dumped_unless_asked_for(tmp_path):
 
 def _torchrun_fr_job(folder, store: str, hosts: int):
     """Starts fr_torchrun_job.py under torchrun: 3 ranks on one host, 4 on two simulated ones."""
-    from ranks import free_port
     world = 3 if hosts == 1 else 4
     env = {**os.environ, **_env(folder), "FR_JOB_HOSTS": str(hosts)}
     return subprocess.Popen(
@@ -204,7 +203,6 @@ def test_every_dump_is_on_disk_when_the_raising_ranks_exit_at_once(tmp_path, sto
 def test_a_second_job_in_the_process_gets_a_fresh_store_on_the_same_port(tmp_path):
     # The dump handshake holds a job's store only while a request is pending, never after its
     # group is destroyed.
-    from ranks import free_port
     results = assert_all_ok(run_ranks(2, "flight_workers.reinit_on_the_same_port", free_port(),
                                       env=_env(tmp_path), backend="none", timeout=120))
     for result in results:
