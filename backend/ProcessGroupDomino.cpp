@@ -365,9 +365,11 @@ ProcessGroupDomino::IssuedOp ProcessGroupDomino::issue(OpSpec& spec) {
                                inputs, tensors.outputs);
   }
   // A profiler running on the caller's thread sees the op where it really runs, on the lane.
+  // Asked for the scope our events use: the per-op snapshot the dispatcher itself takes, where
+  // at::hasCallbacks() walks every registered callback on each op.
   std::optional<ProfilerContext> profiler;
   std::vector<at::Tensor> profiled_inputs;
-  if (at::hasCallbacks()) {
+  if (at::getStepCallbacksUnlessEmpty(at::RecordScope::USER_SCOPE)) {
     profiler =
         ProfilerContext{at::get_record_function_tls_(), c10::ThreadLocalDebugInfo::current()};
     profiled_inputs = inputs;

@@ -43,7 +43,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce(std::vector<at::Ten
                   .device = device,
                   .blocking = is_blocking(opts),
                   .host_only = needs_host(op, tensors[0])},
-                 [staged, op](Work&, RoutedComm& comm) mutable {
+                 [staged = std::move(staged), op](Work&, RoutedComm& comm) mutable {
                    domino_buffer_t buffer = staged.buffer();
                    comm.collective(make_call(topology::Collective::kAllReduce, buffer, buffer, op));
                    staged.publish();
@@ -63,7 +63,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::broadcast(std::vector<at::Ten
                   .tensors = tensors,
                   .device = device,
                   .blocking = is_blocking(opts)},
-                 [staged, root_rank](Work&, RoutedComm& comm) mutable {
+                 [staged = std::move(staged), root_rank](Work&, RoutedComm& comm) mutable {
                    domino_buffer_t buffer = staged.buffer();
                    comm.collective(make_call(topology::Collective::kBroadcast, buffer, buffer,
                                              DOMINO_SUM, root_rank));
@@ -103,7 +103,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce(std::vector<at::Tensor
        .device = device,
        .blocking = is_blocking(opts),
        .host_only = needs_host(op, tensors[0])},
-      [staged, op, root, is_root](Work&, RoutedComm& comm) mutable {
+      [staged = std::move(staged), op, root, is_root](Work&, RoutedComm& comm) mutable {
         domino_buffer_t buffer = staged.buffer();
         comm.collective(make_call(topology::Collective::kReduce, buffer, buffer, op, root));
         if (is_root) staged.publish();
@@ -476,7 +476,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::recvAnysource(std::vector<at:
                   .device = device,
                   .host_only = true,
                   .route = Route::kRecv},
-                 [staged, tag](Work& work, RoutedComm& comm) mutable {
+                 [staged = std::move(staged), tag](Work& work, RoutedComm& comm) mutable {
                    domino_buffer_t buffer = staged.buffer();
                    work.set_source_rank(comm.recv(buffer, -1, tag));
                    staged.publish();

@@ -60,7 +60,7 @@ bool Work::isCompleted() {
 
 bool Work::wait(std::chrono::milliseconds timeout) {
   // A host work that ran at issue (a blocking op, see OpIssue.h): the outcome alone is left.
-  if (!device_ && host_done_.load(std::memory_order_acquire)) {
+  if (waits_for_nothing()) {
     if (exception_) std::rethrow_exception(exception_);
     return true;
   }

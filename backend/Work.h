@@ -65,6 +65,9 @@ class Work : public c10d::Work {
   void set_device_done(std::shared_ptr<c10::Event> done);
   // Host side finished and, for CUDA works, the device too.
   bool isCompleted() override;
+  // wait() would return or raise at once: a host work whose job has ended. Python's binding
+  // then keeps the GIL instead of giving it up and taking it back.
+  bool waits_for_nothing() const { return !device_ && host_done_.load(std::memory_order_acquire); }
   // Waits like wait(): for CUDA works the caller's current stream waits for this work (the host
   // only with DOMINO_BLOCKING_WAIT=1).
   void synchronize() override;

@@ -11,6 +11,7 @@
 #include "OverlapBindings.h"
 #include "PriorityGuard.h"
 #include "ProcessGroupDomino.h"
+#include "Work.h"
 #include "config/SettingDeclarations.h"
 #include "config/WireSettings.h"
 #include "engine/PlanTrial.h"
@@ -153,6 +154,19 @@ PYBIND11_MODULE(_C, m) {
       .def_readwrite("group_name", &domino::ProcessGroupDomino::Options::group_name)
       .def_readwrite("global_ranks_in_group",
                      &domino::ProcessGroupDomino::Options::global_ranks_in_group);
+
+  // domino's handle as a Python type of its own, below torch's Work. Without it, pybind11 looks
+  // for the unregistered type on every op before settling on the base; torch's holder then
+  // gives up the GIL to destroy the handle, whose outputs take it back to drop their Python
+  // tensors' references; and torch's wait() gives up the GIL even when the work is long done.
+  py::class_<domino::Work, c10d::Work, c10::intrusive_ptr<domino::Work>>(m, "Work").def(
+      "wait",
+      [](domino::Work& work, std::chrono::milliseconds timeout) {
+        if (work.waits_for_nothing()) return work.wait(timeout);
+        py::gil_scoped_release release;
+        return work.wait(timeout);
+      },
+      py::arg("timeout") = kNoTimeout);
 
   py::class_<domino::ProcessGroupDomino, c10d::Backend,
              c10::intrusive_ptr<domino::ProcessGroupDomino>>(m, "ProcessGroupDomino")
