@@ -34,6 +34,8 @@ def test_async_op_returns_a_handle_that_waits(world):
         assert value["value"] == value["expected"]
         assert value["future"] == [float(world)] * 3
         assert value["result_len"] == 1
+        assert value["handle_type"] == "torch_domino._C.Work" and value["is_dist_work"]
+        assert value["waited_again"] is True
 
 
 def test_wait_with_a_timeout_raises_and_the_work_still_finishes():

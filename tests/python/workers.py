@@ -38,6 +38,10 @@ def async_handle(rank: int, world: int) -> dict:
         "expected": sum(range(world)),
         "future": future_tensor.tolist(),
         "result_len": len(work.result()),
+        # domino's own Python type below torch's: the ended work's wait() keeps the GIL.
+        "handle_type": f"{type(work).__module__}.{type(work).__qualname__}",
+        "is_dist_work": isinstance(work, dist.Work),
+        "waited_again": work.wait(),
     }
 
 
