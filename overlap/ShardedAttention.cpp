@@ -9,10 +9,16 @@
 
 namespace domino::overlap {
 
+namespace {
+const bool sharded_attention_registered = register_layer_type<ShardedAttentionImpl>(
+    "ShardedAttention",
+    "Causal self-attention over this rank's heads (GQA, optional RoPE), output all-reduced.");
+}  // namespace
+
 ShardedAttentionImpl::ShardedAttentionImpl(const TransformerConfig& config,
                                            TensorParallelGroupPtr group, WeightInit& init,
                                            std::shared_ptr<TensorParallelRng> rng)
-    : ShardedModule(group), config_(config), rng_(std::move(rng)) {
+    : ConfiguredLayerImpl(group), config_(config), rng_(std::move(rng)) {
   config_.validate(group_->size());
   const int64_t head_dim = config_.head_dim();
   local_heads_ = config_.num_attention_heads / group_->size();

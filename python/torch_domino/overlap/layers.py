@@ -148,16 +148,24 @@ class DominoTransformerLayer(_ConfiguredModule):
     _cpp = _impl.DominoTransformerLayer
 
 
-class ShardedAttention(_ConfiguredModule):
-    """Causal self-attention over this rank's heads (GQA, optional RoPE), output all-reduced."""
+def _layer_class(name: str, doc: str) -> type:
+    """The module of a layer type registered in C++ (``overlap/LayerTypes.h``), built by name."""
 
-    _cpp = _impl.ShardedAttention
+    def build(config: TransformerConfig, group):
+        return _impl.build_layer(name, config, group)
+
+    return type(name, (_ConfiguredModule,), {"__doc__": doc, "__module__": __name__,
+                                             "__qualname__": name, "_cpp": staticmethod(build)})
 
 
-class ParallelMLP(_ConfiguredModule):
-    """Column-parallel up-projection, gelu or SwiGLU, row-parallel down-projection."""
-
-    _cpp = _impl.ParallelMLP
+# Every registered layer type (ShardedAttention, ParallelMLP, and any added), in registration
+# order: each is a class of this module, and of torch_domino.overlap.
+LAYER_TYPES = [name for name, _ in _impl.layer_types()]
+_shadowed = sorted(set(LAYER_TYPES) & set(globals()))
+if _shadowed:
+    raise ImportError(f"torch_domino.overlap: registered layer types {_shadowed} take the names "
+                      "of classes this module defines; register them under other names")
+globals().update({name: _layer_class(name, doc) for name, doc in _impl.layer_types()})
 
 
 class ColumnParallelLinear(_CppModule):
