@@ -97,7 +97,9 @@ at::Tensor ShardedAttentionImpl::attend(const at::Tensor& fused, BatchDropout& d
   at::Tensor out;
   if (is_training() && config_.attention_dropout > 0.0) {
     // Explicit form so the probabilities' mask comes from this rank's own stream.
-    auto scores = at::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim));
+    auto scores = at::matmul(q, k.transpose(-2, -1));
+    scores = config_.softmax_scale ? scores * *config_.softmax_scale
+                                   : scores / std::sqrt(static_cast<double>(head_dim));
     auto causal = at::ones({seq, seq}, fused.options().dtype(at::kBool)).triu(1);
     auto probs = at::softmax(scores.masked_fill(causal, -std::numeric_limits<double>::infinity()),
                              -1, at::kFloat)
@@ -106,7 +108,8 @@ at::Tensor ShardedAttentionImpl::attend(const at::Tensor& fused, BatchDropout& d
                           DropoutStream::kSharded);
     out = at::matmul(probs, v);
   } else {
-    out = at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);
+    out = at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true,
+                                           config_.softmax_scale);
   }
   return out.permute({2, 0, 1, 3}).reshape({seq, batch, local_heads_ * head_dim});
 }
