@@ -9,9 +9,14 @@
 
 namespace domino::overlap {
 
+namespace {
+const bool parallel_mlp_registered = register_layer_type<ParallelMLPImpl>(
+    "ParallelMLP", "Column-parallel up-projection, gelu or SwiGLU, row-parallel down-projection.");
+}  // namespace
+
 ParallelMLPImpl::ParallelMLPImpl(const TransformerConfig& config, TensorParallelGroupPtr group,
                                  WeightInit& init)
-    : ShardedModule(group), activation_(config.activation), hidden_size_(config.hidden_size) {
+    : ConfiguredLayerImpl(group), activation_(config.activation), hidden_size_(config.hidden_size) {
   config.validate(group_->size());
   const int64_t ffn = config.ffn_size();
   std::vector<int64_t> segments{ffn};

@@ -6,12 +6,13 @@
 #include <torch/nn/pimpl.h>
 
 #include "ColumnParallelLinear.h"
+#include "LayerTypes.h"
 #include "RowParallelLinear.h"
 #include "TransformerConfig.h"
 
 namespace domino::overlap {
 
-class ParallelMLPImpl : public ShardedModule {
+class ParallelMLPImpl : public ConfiguredLayerImpl {
  public:
   ParallelMLPImpl(const TransformerConfig& config, TensorParallelGroupPtr group, WeightInit& init);
   // Standalone: its own weights from config.seed.
@@ -24,7 +25,7 @@ class ParallelMLPImpl : public ShardedModule {
   PendingSum project(const at::Tensor& activated, int64_t column_chunks,
                      bool backward_per_chunk = false);
 
-  at::Tensor forward(const at::Tensor& hidden);
+  at::Tensor forward(const at::Tensor& hidden) override;
 
   ColumnParallelLinear fc1{nullptr};
   RowParallelLinear fc2{nullptr};

@@ -9,10 +9,16 @@
 
 namespace domino::overlap {
 
+namespace {
+const bool sharded_attention_registered = register_layer_type<ShardedAttentionImpl>(
+    "ShardedAttention",
+    "Causal self-attention over this rank's heads (GQA, optional RoPE), output all-reduced.");
+}  // namespace
+
 ShardedAttentionImpl::ShardedAttentionImpl(const TransformerConfig& config,
                                            TensorParallelGroupPtr group, WeightInit& init,
                                            std::shared_ptr<TensorParallelRng> rng)
-    : ShardedModule(group), config_(config), rng_(std::move(rng)) {
+    : ConfiguredLayerImpl(group), config_(config), rng_(std::move(rng)) {
   config_.validate(group_->size());
   const int64_t head_dim = config_.head_dim();
   local_heads_ = config_.num_attention_heads / group_->size();
@@ -91,7 +97,9 @@ at::Tensor ShardedAttentionImpl::attend(const at::Tensor& fused, BatchDropout& d
   at::Tensor out;
   if (is_training() && config_.attention_dropout > 0.0) {
     // Explicit form so the probabilities' mask comes from this rank's own stream.
-    auto scores = at::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim));
+    auto scores = at::matmul(q, k.transpose(-2, -1));
+    scores = config_.softmax_scale ? scores * *config_.softmax_scale
+                                   : scores / std::sqrt(static_cast<double>(head_dim));
     auto causal = at::ones({seq, seq}, fused.options().dtype(at::kBool)).triu(1);
     auto probs = at::softmax(scores.masked_fill(causal, -std::numeric_limits<double>::infinity()),
                              -1, at::kFloat)
@@ -100,7 +108,8 @@ at::Tensor ShardedAttentionImpl::attend(const at::Tensor& fused, BatchDropout& d
                           DropoutStream::kSharded);
     out = at::matmul(probs, v);
   } else {
-    out = at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);
+    out = at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true,
+                                           config_.softmax_scale);
   }
   return out.permute({2, 0, 1, 3}).reshape({seq, batch, local_heads_ * head_dim});
 }

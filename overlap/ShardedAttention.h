@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "ColumnParallelLinear.h"
+#include "LayerTypes.h"
 #include "RotaryEmbedding.h"
 #include "RowParallelLinear.h"
 #include "TensorParallelRng.h"
@@ -16,7 +17,7 @@
 
 namespace domino::overlap {
 
-class ShardedAttentionImpl : public ShardedModule {
+class ShardedAttentionImpl : public ConfiguredLayerImpl {
  public:
   ShardedAttentionImpl(const TransformerConfig& config, TensorParallelGroupPtr group,
                        WeightInit& init, std::shared_ptr<TensorParallelRng> rng);
@@ -41,7 +42,7 @@ class ShardedAttentionImpl : public ShardedModule {
   PendingSum project(const at::Tensor& context, int64_t column_chunks,
                      bool backward_per_chunk = false);
 
-  at::Tensor forward(const at::Tensor& hidden);
+  at::Tensor forward(const at::Tensor& hidden) override;
 
   ColumnParallelLinear qkv{nullptr};
   RowParallelLinear proj{nullptr};

@@ -1,5 +1,7 @@
 #include "TransformerConfig.h"
 
+#include <charconv>
+#include <cmath>
 #include <stdexcept>
 
 namespace domino::overlap {
@@ -7,6 +9,13 @@ namespace domino::overlap {
 namespace {
 [[noreturn]] void reject(const std::string& message) {
   throw std::invalid_argument("TransformerConfig: " + message);
+}
+
+// 0.1 as "0.1", not std::to_string's "0.100000".
+std::string shortest_text(double value) {
+  char text[32];
+  const auto end = std::to_chars(text, text + sizeof text, value).ptr;
+  return std::string(text, end);
 }
 
 void require_divisible(const char* field, int64_t value, const char* by_name, int64_t by) {
@@ -108,6 +117,10 @@ void TransformerConfig::validate(int64_t tensor_parallel, int64_t batch_size) co
   if (norm_epsilon <= 0)
     reject("norm_epsilon must be positive, got " + std::to_string(norm_epsilon));
   if (init_std <= 0) reject("init_std must be positive, got " + std::to_string(init_std));
+  if (softmax_scale && !(std::isfinite(*softmax_scale) && *softmax_scale > 0)) {
+    reject("softmax_scale=" + shortest_text(*softmax_scale) +
+           " must be a positive number; leave it None for 1/sqrt(head dimension)");
+  }
   if (batch_size > 0 && micro_batches > batch_size) {
     reject("micro_batches=" + std::to_string(micro_batches) + " exceeds the batch of " +
            std::to_string(batch_size) + " sequences; use at most " + std::to_string(batch_size));

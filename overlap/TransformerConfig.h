@@ -90,6 +90,7 @@ struct TransformerConfig {
   bool recompute = false;
   bool sequence_parallel = false;
   QkvLayout qkv_layout = QkvLayout::kBlocks;
+  std::optional<double> softmax_scale;
 
   int64_t query_groups() const {
     return num_query_groups > 0 ? num_query_groups : num_attention_heads;
@@ -157,6 +158,8 @@ void visit_fields(Config& c, Visitor&& visit) {
         "row-parallel ones");
   visit("qkv_layout", c.qkv_layout,
         "blocks ([q; k; v]) or groups (Megatron-Core's rows per query group)");
+  visit("softmax_scale", c.softmax_scale,
+        "what attention scores are multiplied by before the softmax; None: 1/sqrt(head dimension)");
 }
 
 Activation parse_activation(const std::string& name);

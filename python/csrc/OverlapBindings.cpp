@@ -8,8 +8,10 @@
 #include <set>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
+#include "overlap/LayerTypes.h"
 #include "overlap/Transformer.h"
 
 namespace py = pybind11;
@@ -283,8 +285,23 @@ void register_overlap(py::module_& m) {
           py::arg("hidden"), py::arg("rotary_angles"), py::call_guard<py::gil_scoped_release>(),
           "forward with rotary angles computed elsewhere ([s, 1, 1, r], Megatron-Core's "
           "rotary_pos_emb) in place of the config's rotary embeddings");
-  bind_configured<ov::ShardedAttentionImpl>(overlap, "ShardedAttention");
-  bind_configured<ov::ParallelMLPImpl>(overlap, "ParallelMLP");
+  // Every registered layer type (overlap/LayerTypes.h) by name: torch_domino.overlap makes a
+  // class of each, so a new type needs no binding.
+  bind_layer<ov::ConfiguredLayerImpl>(overlap, "ConfiguredLayer");
+  overlap.def(
+      "layer_types",
+      [] {
+        std::vector<std::pair<std::string, std::string>> out;
+        for (const auto& type : ov::layer_types()) out.emplace_back(type.name, type.doc);
+        return out;
+      },
+      "(name, doc) of every registered layer type, in registration order.");
+  overlap.def(
+      "build_layer",
+      [](const std::string& name, const ov::TransformerConfig& c, const py::object& g) {
+        return ov::build_layer(name, c, group_from(g));
+      },
+      py::arg("name"), py::arg("config"), py::arg("group"));
   bind_layer<ov::ColumnParallelLinearImpl>(overlap, "ColumnParallelLinear")
       .def(py::init([](int64_t in_features, std::vector<int64_t> segments, const py::object& g,
                        bool bias, uint64_t seed, double init_std, const std::string& dtype,

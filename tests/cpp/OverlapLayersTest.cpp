@@ -17,6 +17,7 @@
 #include "overlap/PartwiseNormLinear.h"
 #include "overlap/Transformer.h"
 #include "support/ForkRanks.h"
+#include "support/LayerStep.h"
 #include "support/ReferenceTransformer.h"
 
 namespace domino::overlap {
@@ -77,29 +78,6 @@ std::vector<Case> cases() {
   return out;
 }
 
-// "" when everything matches, else what does not.
-std::string compare(torch::nn::Module& model, const at::Tensor& out, const at::Tensor& expected,
-                    const at::Tensor& x_grad, const at::Tensor& reference_x_grad,
-                    const State& leaves) {
-  std::ostringstream said;
-  auto check = [&](const std::string& what, const at::Tensor& got, const at::Tensor& want) {
-    if (!got.defined() || !got.sizes().equals(want.sizes())) {
-      said << what << ": missing or wrong shape; ";
-      return;
-    }
-    const double err = (got - want).abs().max().item<double>();
-    const double scale = std::max(want.abs().max().item<double>(), 1.0);
-    if (err > 2e-4 * scale) said << what << " off by " << err << "; ";
-  };
-  check("output", out, expected);
-  check("input grad", x_grad, reference_x_grad);
-  for (const auto& item : model.named_parameters()) {
-    check(item.key() + " grad", item.value().grad(),
-          shard_of(model, item.key(), leaves.at(item.key()).grad()));
-  }
-  return said.str();
-}
-
 std::string check_case(const TensorParallelGroupPtr& group, const TransformerConfig& config,
                        bool whole_stack) {
   const State state = whole_stack
@@ -128,13 +106,15 @@ std::string check_case(const TensorParallelGroupPtr& group, const TransformerCon
     load_unsharded(*model, state);
     auto out = model->forward(xs);
     (out * mine(probe)).sum().backward();
-    said = compare(*model, out, mine(expected), xs.grad(), mine(xr.grad()), leaves);
+    said = testing::compare_step(*model, out, mine(expected), xs.grad(), mine(xr.grad()), leaves,
+                                 2e-4);
   } else {
     TransformerLayer model(config, group);
     load_unsharded(*model, state);
     auto out = model->forward(xs);
     (out * mine(probe)).sum().backward();
-    said = compare(*model, out, mine(expected), xs.grad(), mine(xr.grad()), leaves);
+    said = testing::compare_step(*model, out, mine(expected), xs.grad(), mine(xr.grad()), leaves,
+                                 2e-4);
   }
   return said;
 }
@@ -143,10 +123,7 @@ std::string check_case(const TensorParallelGroupPtr& group, const TransformerCon
 std::string run_rank(int rank, int world, const std::string& store_path, bool whole_stack,
                      bool sequence_parallel) {
   at::set_num_threads(1);
-  auto store = c10::make_intrusive<c10d::FileStore>(store_path, world);
-  auto options = ProcessGroupDomino::Options::create(std::chrono::seconds(30));
-  options->group_name = "overlap-test";
-  auto backend = c10::make_intrusive<ProcessGroupDomino>(store, rank, world, options);
+  auto backend = testing::domino_rank(rank, world, store_path, "overlap-test");
   auto group = TensorParallelGroup::over_backend(backend);
   std::string said;
   for (auto c : cases()) {
@@ -180,11 +157,7 @@ void expect_ranks_match(int world, bool whole_stack, bool sequence_parallel = fa
   // POSIX, not std::filesystem::remove_all: torch 2.11's libtorch.so exports its own copy of it,
   // which the test binds to and which crashes on a directory with files in it.
   remove_directory(dir.string());
-  ASSERT_EQ(outcomes.size(), static_cast<size_t>(world));
-  for (int rank = 0; rank < world; ++rank) {
-    EXPECT_EQ(outcomes[rank].exit_code, 0) << "rank " << rank << ": " << outcomes[rank].message;
-    EXPECT_EQ(outcomes[rank].message, "") << "rank " << rank;
-  }
+  testing::expect_every_rank_silent(outcomes, world);
   EXPECT_EQ(cases().size(), 96u);
 }
 

@@ -89,7 +89,9 @@ def attention(cfg, state, p, x):
     q, k, v = (t.permute(1, 2, 0, 3) for t in (q, k, v))
     k = k.repeat_interleave(heads // groups, 1)
     v = v.repeat_interleave(heads // groups, 1)
-    scores = q @ k.transpose(-2, -1) / math.sqrt(d)
+    scale = cfg.get("softmax_scale")
+    scores = q @ k.transpose(-2, -1)
+    scores = scores / math.sqrt(d) if scale is None else scores * scale
     causal = torch.ones(s, s, dtype=torch.bool, device=x.device).triu(1)
     probs = scores.masked_fill(causal, float("-inf")).softmax(-1)
     ctx = (probs @ v).permute(2, 0, 1, 3).reshape(s, b, heads * d)

@@ -16,7 +16,7 @@ from torch_domino.overlap import TransformerConfig
 CHANGED = {bool: lambda v: not v, int: lambda v: v + 3, float: lambda v: v + 0.25}
 CHOICES = {"activation": "swiglu", "normalization": "rmsnorm", "params_dtype": "bfloat16",
            "split": "column", "overlap": "intra", "qkv_layout": "groups"}
-OPTIONAL = {"qkv_bias": False, "micro_batches": 4, "overlap": "intra"}
+OPTIONAL = {"qkv_bias": False, "micro_batches": 4, "overlap": "intra", "softmax_scale": 0.5}
 
 
 def _other(name, default):
@@ -24,6 +24,9 @@ def _other(name, default):
         return OPTIONAL[name]
     if name in CHOICES:
         return CHOICES[name]
+    if type(default) not in CHANGED:
+        pytest.fail(f"field {name!r} (default {default!r}): give it another value in this file's "
+                    "OPTIONAL (a None default) or CHOICES (a name or a string)")
     return CHANGED[type(default)](default)
 
 

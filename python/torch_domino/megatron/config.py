@@ -20,7 +20,6 @@ _MUST_EQUAL = {
     "layernorm_zero_centered_gamma": False,
     "qk_layernorm": False,
     "qk_l2_norm": False,
-    "softmax_scale": None,
     "softmax_type": "vanilla",
     "window_size": None,
     "multi_latent_attention": False,
@@ -67,6 +66,13 @@ def _activation(config) -> str:
             "tanh-approximate), or F.silu with gated_linear_unit=True")
 
 
+def _softmax_scale(config) -> Optional[float]:
+    # Megatron's apply_query_key_layer_scaling divides the scale by the layer number and its
+    # softmax multiplies by it again: the scores see softmax_scale (or 1/sqrt(kv_channels)).
+    scale = getattr(config, "softmax_scale", None)
+    return None if scale is None else float(scale)
+
+
 def domino_config(config, tensor_parallel: int, split: str = "row",
                   micro_batches: Optional[int] = None, column_chunks: int = 1,
                   overlap: Optional[str] = None, hidden_dropout: Optional[float] = None,
@@ -106,7 +112,8 @@ def domino_config(config, tensor_parallel: int, split: str = "row",
         params_dtype=_DTYPES[config.params_dtype], split=split, micro_batches=micro_batches,
         column_chunks=column_chunks, overlap=overlap or "intra",
         norm_epsilon=float(config.layernorm_epsilon), init_std=float(config.init_method_std),
-        seed=seed, sequence_parallel=bool(config.sequence_parallel), qkv_layout="groups")
+        seed=seed, sequence_parallel=bool(config.sequence_parallel), qkv_layout="groups",
+        softmax_scale=_softmax_scale(config))
     try:
         domino.validate(tensor_parallel)
     except ValueError as error:

@@ -148,18 +148,6 @@ class DominoTransformerLayer(_ConfiguredModule):
     _cpp = _impl.DominoTransformerLayer
 
 
-class ShardedAttention(_ConfiguredModule):
-    """Causal self-attention over this rank's heads (GQA, optional RoPE), output all-reduced."""
-
-    _cpp = _impl.ShardedAttention
-
-
-class ParallelMLP(_ConfiguredModule):
-    """Column-parallel up-projection, gelu or SwiGLU, row-parallel down-projection."""
-
-    _cpp = _impl.ParallelMLP
-
-
 class ColumnParallelLinear(_CppModule):
     """``Y = X A^T + b`` with ``A``'s output rows cut over the group: the input is replicated,
     the output holds this rank's ``out_features / tp`` columns. In backward the input-gradient
@@ -199,3 +187,23 @@ class RowParallelLinear(_CppModule):
                                                  init_std, dtype, sequence_parallel), group)
 
 
+def _layer_class(name: str, doc: str) -> type:
+    """The module of a layer type registered in C++ (``overlap/LayerTypes.h``), built by name."""
+
+    def build(config: TransformerConfig, group):
+        return _impl.build_layer(name, config, group)
+
+    return type(name, (_ConfiguredModule,), {"__doc__": doc, "__module__": __name__,
+                                             "__qualname__": name, "_cpp": staticmethod(build),
+                                             "_layer_type": name})
+
+
+# Every registered layer type (ShardedAttention, ParallelMLP, and any added), in registration
+# order: each is a class of this module, and of torch_domino.overlap.
+LAYER_TYPES = [name for name, _ in _impl.layer_types()]
+_shadowed = [name for name in LAYER_TYPES
+             if name in globals() and getattr(globals()[name], "_layer_type", None) != name]
+if _shadowed:
+    raise ImportError(f"torch_domino.overlap: registered layer types {_shadowed} take the names "
+                      "of classes this module defines; register them under other names")
+globals().update({name: _layer_class(name, doc) for name, doc in _impl.layer_types()})
