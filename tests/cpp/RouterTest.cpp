@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "topology/AlgorithmTable.h"
+#include "topology/PlanShapes.h"
 #include "topology/Router.h"
 
 namespace domino::topology {
@@ -142,6 +143,36 @@ TEST(Router, ForcedPlanAndAlgorithmAreHonouredWhereFeasible) {
   EXPECT_EQ(plan.shape, "leader");
   EXPECT_TRUE(plan.forced);
   EXPECT_EQ(plan.inter_algorithm(), "ring");
+}
+
+TEST(Router, DominoAlgoWordsForceTheShapeTheLayoutTakes) {
+  EXPECT_EQ(forced_plan_words(), "flat, hierarchical, leader");
+  // "flat": one communicator over the group, shared memory's on one host, the inter-host
+  // transport's across hosts; a shape's own name forces that shape.
+  RouterOptions flat;
+  flat.forced_plan = "flat";
+  const Router one_host(kOneHost, CostModel{}, flat);
+  EXPECT_EQ(one_host.forced_shape()->name, "flat_intra");
+  EXPECT_FALSE(one_host.uses_inter());
+  const Plan intra = one_host.choose(Collective::kAllGather, 1 << 20);
+  EXPECT_EQ(intra.shape, "flat_intra");
+  EXPECT_TRUE(intra.forced);
+  const Router two_hosts(kTwoByTwo, CostModel{}, flat);
+  EXPECT_EQ(two_hosts.forced_shape()->name, "flat_inter");
+  EXPECT_FALSE(two_hosts.steps_on(Level::kHost) || two_hosts.steps_on(Level::kRail) ||
+               two_hosts.steps_on(Level::kLeaders));
+  EXPECT_EQ(two_hosts.choose(Collective::kAllReduce, 16u << 20).shape, "flat_inter");
+  RouterOptions inter;
+  inter.forced_plan = "flat_inter";
+  const Router inter_one_host(kOneHost, CostModel{}, inter);
+  EXPECT_TRUE(inter_one_host.uses_inter());
+  EXPECT_EQ(inter_one_host.choose(Collective::kAllReduce, 64).shape, "flat_inter");
+  EXPECT_EQ(inter_one_host.whole_group(Collective::kAllToAll, 64).shape, "flat_inter");
+  EXPECT_EQ(Router(kOneHost, CostModel{}, {}).whole_group(Collective::kAllToAll, 64).shape,
+            "flat_intra");
+  RouterOptions unknown;
+  unknown.forced_plan = "fastest";
+  EXPECT_THROW(Router(kTwoByTwo, CostModel{}, unknown), std::invalid_argument);
 }
 
 TEST(Router, SlowerLinksMoveTheSmallMessageThresholdAndCosts) {
