@@ -21,6 +21,7 @@
 #include "engine/DeviceWatchdog.h"
 #include "engine/RoutedComm.h"
 #include "plugins/registry/Communicator.h"
+#include "topology/PlanShapes.h"
 
 namespace domino {
 
@@ -411,14 +412,11 @@ RoutedComm& DeviceCollectives::device_communicator(int lane, c10::Device device,
   }
   if (slot->comm) return *slot->comm;
   const Priority priority = static_cast<Priority>(lane);
-  // NCCL sees the hierarchy itself, so flat unless the user forced a hierarchical plan.
+  // NCCL sees the hierarchy itself, so flat (DOMINO_ALGO's word) unless the user forced a plan
+  // through the hosts.
   topology::RouterOptions options = group_.router.options();
-  const auto forced = options.forced_plan;
-  if (!forced ||
-      (*forced != topology::PlanKind::kHierarchical && *forced != topology::PlanKind::kLeader)) {
-    options.forced_plan = group_.layout.single_host() ? topology::PlanKind::kFlatIntra
-                                                      : topology::PlanKind::kFlatInter;
-  }
+  const topology::PlanShape* forced = group_.router.forced_shape();
+  if (forced == nullptr || forced->flat()) options.forced_plan = "flat";
   options.rail_chunk_bytes = 0;  // stream-ordered steps: NCCL pipelines within each
   options.inter_runs_table = group_.nccl_runs_table;
   options.forced_intra_algorithm.clear();  // DOMINO_ALGO's in-host algorithms are for host memory

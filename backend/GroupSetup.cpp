@@ -197,16 +197,9 @@ topology::Router ProcessGroupDomino::agree_on_routing(const std::string& host_li
               "; every rank must load the same build of that plugin (check DOMINO_PLUGIN_PATH on "
               "each host).");
   topology::RouterOptions options;
-  if (settings_.plan == "flat") {
-    // One communicator over the group: the intra-host transport on one host (name another with
-    // DOMINO_INTRA_TRANSPORT), the inter-host one across hosts.
-    options.forced_plan =
-        layout_.single_host() ? topology::PlanKind::kFlatIntra : topology::PlanKind::kFlatInter;
-  } else if (settings_.plan == "hierarchical") {
-    options.forced_plan = topology::PlanKind::kHierarchical;
-  } else if (settings_.plan == "leader") {
-    options.forced_plan = topology::PlanKind::kLeader;
-  }
+  // DOMINO_ALGO's plan, which the router resolves in this layout ("flat": one communicator over
+  // the group, the intra-host transport on one host, the inter-host one across hosts).
+  if (settings_.plan != "auto") options.forced_plan = settings_.plan;
   options.forced_inter_algorithm = settings_.inter_algorithm;
   options.inter_runs_table = inter_runs_table;
   // A links algorithm inside the host needs a transport that runs names or has links (shared

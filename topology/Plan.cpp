@@ -4,20 +4,6 @@
 
 namespace domino::topology {
 
-const char* plan_name(PlanKind kind) {
-  switch (kind) {
-    case PlanKind::kFlatIntra:
-      return "flat_intra";
-    case PlanKind::kFlatInter:
-      return "flat_inter";
-    case PlanKind::kHierarchical:
-      return "hierarchical";
-    case PlanKind::kLeader:
-      return "leader";
-  }
-  return "?";
-}
-
 const char* level_name(Level level) {
   switch (level) {
     case Level::kGroup:

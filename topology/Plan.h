@@ -1,27 +1,22 @@
 // A plan as data: the schedule of steps a collective takes over the group's communicators. Each
 // step names the communicator (level), what it does there (a collective with its algorithm and
 // root, or a local copy between block orders), the views of the call's buffers and of scratch
-// it reads and writes, and which ranks take part. The router builds plans from templates
-// (PlanTemplates.h), prices them step by step, and fills in each step's algorithm (Router.h); the
-// report, the plan trial and the executor (backend/engine/PlanRun) read the same structure.
-// Torch-free.
+// it reads and writes, and which ranks take part. The router builds plans from the templates of
+// the registered plan shapes (PlanShapes.h), prices them step by step, and fills in each step's
+// algorithm (Router.h); the report, the plan trial and the executor (backend/engine/PlanRun) read
+// the same structure. Torch-free.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "Collectives.h"
 
 namespace domino::topology {
 
-// flat_intra    one communicator over the group on the intra-host transport (one host only);
-// flat_inter    one communicator over the group on the inter-host transport;
-// hierarchical  split-rail: steps inside each host and along the rails (the ranks with the
-//               same local rank across hosts), pipelined in chunks; uniform layouts;
-// leader        through each host's first rank; any layout.
-enum class PlanKind { kFlatIntra, kFlatInter, kHierarchical, kLeader };
 // Which of a lane's communicators a step runs on.
 enum class Level {
   kGroup,    // the whole group
@@ -29,6 +24,7 @@ enum class Level {
   kRail,     // the ranks with this local rank, one per host, in host order
   kLeaders,  // each host's first rank, in host order
 };
+inline constexpr size_t kLevels = 4;
 // What a step does.
 enum class Action : uint8_t {
   kCollective,     // op on the level's communicator
@@ -96,7 +92,9 @@ struct Step {
 };
 
 struct Plan {
-  PlanKind kind = PlanKind::kFlatIntra;
+  // The name of the plan shape it was made from (PlanShapes.h), as the report, the plan trial and
+  // the executor's messages give it; it points at the registered name.
+  std::string_view shape;
   Collective op = Collective::kAllReduce;
   std::vector<Step> steps;
   // Templates: needs the same number of ranks on every host (rails).
@@ -121,7 +119,6 @@ struct Plan {
   std::string describe() const;
 };
 
-const char* plan_name(PlanKind kind);
 const char* level_name(Level level);
 const std::vector<Collective>& all_collectives();
 

@@ -6,7 +6,7 @@
 #include <stdexcept>
 
 #include "AlgorithmTable.h"
-#include "PlanTemplates.h"
+#include "PlanShapes.h"
 #include "ShmCosts.h"
 
 namespace domino::topology {
@@ -26,38 +26,29 @@ Router::Router(GroupLayout layout, CostModel costs, RouterOptions options)
     const int from = layout_.host_of_rank[r], to = layout_.host_of_rank[(r + 1) % p];
     if (from != to) ring_flows_ = std::max(ring_flows_, ++leaving[static_cast<size_t>(from)]);
   }
-}
-
-bool Router::uses_inter() const {
-  return multi_host() || options_.forced_plan == PlanKind::kFlatInter;
-}
-
-bool Router::steps_on(Level level) const {
-  // A plan forced flat never uses the levels: the lane need not hold their resources.
-  const auto forced = options_.forced_plan;
-  if (forced && (*forced == PlanKind::kFlatInter || *forced == PlanKind::kFlatIntra)) return false;
-  for (const Plan& two_level : plan_templates()) {
-    if (!feasible(two_level.kind, two_level.op)) continue;
-    for (const Step& step : two_level.steps) {
-      if (step.action == Action::kCollective && step.level == level) return true;
+  if (!options_.forced_plan.empty()) forced_ = forced_plan_shape(options_.forced_plan, layout_);
+  // The communicators a lane builds: those of every plan that may serve an op here. A forced
+  // shape that serves every op is all that runs (a plan forced flat needs none of the levels).
+  const bool forced_serves_all =
+      forced_ != nullptr && std::all_of(std::begin(kCollectives), std::end(kCollectives),
+                                        [&](Collective op) { return feasible(*forced_, op); });
+  for (const PlanShape& shape : plan_shapes()) {
+    if (forced_serves_all && &shape != forced_) continue;
+    for (const Plan& plan : shape.templates) {
+      if (!feasible(shape, plan.op)) continue;
+      for (const Step& step : plan.steps) {
+        if (step.action != Action::kCollective) continue;
+        uses_inter_ = uses_inter_ || step.inter;
+        if (step.level != Level::kGroup) steps_on_[static_cast<size_t>(step.level)] = true;
+      }
     }
   }
-  return false;
 }
 
-bool Router::feasible(PlanKind kind, Collective op) const {
-  switch (kind) {
-    case PlanKind::kFlatIntra:
-      return layout_.single_host();
-    case PlanKind::kFlatInter:
-      return multi_host() || options_.forced_plan == PlanKind::kFlatInter;
-    case PlanKind::kHierarchical:
-    case PlanKind::kLeader: {
-      const Plan* two_level = find_plan_template(kind, op);
-      return two_level != nullptr && multi_host() && (!two_level->needs_uniform || layout_.uniform);
-    }
-  }
-  return false;
+bool Router::feasible(const PlanShape& shape, Collective op) const {
+  const Plan* plan = shape.template_for(op);
+  return plan != nullptr && shape.feasible(layout_, &shape == forced_) &&
+         (!plan->needs_uniform || layout_.uniform);
 }
 
 std::string Router::inter_name(std::string_view name) const {
@@ -214,25 +205,12 @@ double Router::step_seconds(Step& step, double bytes) const {
   return seconds;
 }
 
-Plan Router::priced(PlanKind kind, Collective op, size_t bytes) const {
-  Plan plan;
-  if (kind == PlanKind::kFlatIntra || kind == PlanKind::kFlatInter) {
-    plan.kind = kind;
-    plan.op = op;
-    Step step;
-    step.inter = kind == PlanKind::kFlatInter;
-    step.op = op;
-    step.in = {Buffer::kSend, Blocks::kOne};
-    step.out = {Buffer::kRecv, Blocks::kOne};
-    step.root = rooted(op) ? RootIs::kCallRoot : RootIs::kNone;
-    plan.steps.push_back(step);
-  } else {
-    plan = *find_plan_template(kind, op);
-    // Hosts of one rank: a step inside the host is this rank alone, its data staying put.
-    for (Step& step : plan.steps) {
-      if (most_host_ranks_ == 1 && step.action == Action::kCollective && step.level == Level::kHost)
-        step.action = Action::kCopy;
-    }
+Plan Router::priced(const PlanShape& shape, Collective op, size_t bytes) const {
+  Plan plan = *shape.template_for(op);
+  // Hosts of one rank: a step inside the host is this rank alone, its data staying put.
+  for (Step& step : plan.steps) {
+    if (most_host_ranks_ == 1 && step.action == Action::kCollective && step.level == Level::kHost)
+      step.action = Action::kCopy;
   }
   const double n = static_cast<double>(bytes);
   const bool blocks_op = op == Collective::kAllGather || op == Collective::kReduceScatter ||
@@ -272,19 +250,31 @@ Plan Router::priced(PlanKind kind, Collective op, size_t bytes) const {
   return plan;
 }
 
-Plan Router::plan(PlanKind kind, Collective op, size_t bytes) const {
-  if (!feasible(kind, op)) {
-    throw std::invalid_argument(std::string("plan ") + plan_name(kind) + " cannot serve " +
+Plan Router::plan(std::string_view shape_name, Collective op, size_t bytes) const {
+  const PlanShape* shape = find_plan_shape(shape_name);
+  if (shape == nullptr || !feasible(*shape, op)) {
+    throw std::invalid_argument("plan " + std::string(shape_name) + " cannot serve " +
                                 collective_name(op) + " in this group");
   }
-  return priced(kind, op, bytes);
+  return priced(*shape, op, bytes);
+}
+
+Plan Router::whole_group(Collective op, size_t bytes) const {
+  for (const PlanShape& shape : plan_shapes()) {
+    const Plan* plan = shape.template_for(op);
+    if (plan != nullptr && plan->flat() && plan->steps.front().inter == uses_inter_ &&
+        feasible(shape, op)) {
+      return priced(shape, op, bytes);
+    }
+  }
+  throw std::logic_error(std::string("no flat plan serves ") + collective_name(op) +
+                         " over the whole group's communicator");
 }
 
 std::vector<Plan> Router::candidates(Collective op, size_t bytes) const {
   std::vector<Plan> plans;
-  for (PlanKind kind :
-       {PlanKind::kFlatIntra, PlanKind::kFlatInter, PlanKind::kHierarchical, PlanKind::kLeader}) {
-    if (feasible(kind, op)) plans.push_back(priced(kind, op, bytes));
+  for (const PlanShape& shape : plan_shapes()) {
+    if (feasible(shape, op)) plans.push_back(priced(shape, op, bytes));
   }
   std::stable_sort(plans.begin(), plans.end(),
                    [](const Plan& a, const Plan& b) { return a.predicted_us < b.predicted_us; });
@@ -316,17 +306,17 @@ size_t Router::rail_chunks(size_t bytes) const {
 
 Plan Router::choose(Collective op, size_t bytes) const {
   std::vector<Plan> plans = candidates(op, bytes);
-  if (options_.forced_plan) {
+  if (plans.empty()) {
+    throw std::logic_error(std::string("no plan shape serves ") + collective_name(op) +
+                           " in this group");
+  }
+  if (forced_ != nullptr) {
     for (Plan& plan : plans) {
-      if (plan.kind == *options_.forced_plan) {
+      if (plan.shape == forced_->name) {
         plan.forced = true;
         return plan;
       }
     }
-  }
-  // On one host the inter transport is only ever forced; never pick it on a cost guess.
-  for (const Plan& plan : plans) {
-    if (plan.kind != PlanKind::kFlatInter || multi_host()) return plan;
   }
   return plans.front();
 }

@@ -1,12 +1,11 @@
 // Which plan a collective takes, from where the group's ranks sit and what each transport costs,
-// as a Plan (Plan.h): its steps, each step's algorithm, its chunks. The candidates are the flat
-// plans (one collective over the whole group, on the intra-host transport on one host, on the
-// inter-host one across hosts) and every two-level template that serves the op in this layout
-// (PlanTemplates.h). The router prices each candidate step by step with the alpha-beta model:
-// every step on the inter-host transport takes the cheapest algorithm of the table
-// (AlgorithmTable.h) for its op by the table's own costs, and the executor hands that name to the
-// transport with the call, so what the router predicts and reports is what runs. It takes the
-// cheapest plan, unless one is forced. Torch-free.
+// as a Plan (Plan.h): its steps, each step's algorithm, its chunks. The candidates are every
+// registered plan shape (PlanShapes.h) that serves the op in the group's layout. The router
+// prices each candidate step by step with the alpha-beta model: every step on the inter-host
+// transport takes the cheapest algorithm of the table (AlgorithmTable.h) for its op by the
+// table's own costs, and the executor hands that name to the transport with the call, so what
+// the router predicts and reports is what runs. It takes the cheapest plan, unless one is
+// forced. Torch-free.
 #pragma once
 
 #include <cstddef>
@@ -22,9 +21,14 @@
 
 namespace domino::topology {
 
+struct PlanShape;
+
 struct RouterOptions {
-  std::optional<PlanKind> forced_plan;  // DOMINO_ALGO=flat|hierarchical|leader
-  std::string forced_inter_algorithm;   // DOMINO_ALGO=ring|recursive_doubling|rabenseifner
+  // The plan to take wherever it serves: a plan shape's name, or the word DOMINO_ALGO forces
+  // shapes by ("flat", "hierarchical", "leader", an added shape's), resolved in the group's
+  // layout (forced_plan_shape in PlanShapes.h); empty: none.
+  std::string forced_plan;
+  std::string forced_inter_algorithm;  // DOMINO_ALGO=ring|recursive_doubling|rabenseifner
   // DOMINO_ALGO=direct|rsag|single_copy|intra:<links all-reduce>: what every all-reduce step
   // on the intra-host transport runs, handed down with each call.
   std::string forced_intra_algorithm;
@@ -43,6 +47,7 @@ struct RouterOptions {
 
 class Router {
  public:
+  // Throws std::invalid_argument where options force a plan no shape answers to.
   Router(GroupLayout layout, CostModel costs, RouterOptions options);
 
   // The plan for op on a message of bytes, per rank as the table sizes them (AlgorithmTable.h:
@@ -52,9 +57,15 @@ class Router {
   Plan choose(Collective op, size_t bytes) const;
   // Every feasible plan with its predicted time, cheapest first.
   std::vector<Plan> candidates(Collective op, size_t bytes) const;
-  // The plan of kind for op (the one a plan trial adopted); throws std::invalid_argument where
-  // kind cannot serve op.
-  Plan plan(PlanKind kind, Collective op, size_t bytes) const;
+  // The plan of the shape named `shape` for op (the one a plan trial adopted); throws
+  // std::invalid_argument where that shape cannot serve op here.
+  Plan plan(std::string_view shape, Collective op, size_t bytes) const;
+  // The flat plan for op on the communicator over the whole group that a lane builds (the
+  // inter-host transport's where the group uses that, else the intra-host one's): what takes an
+  // all-to-all, or a call with a root no plan can place.
+  Plan whole_group(Collective op, size_t bytes) const;
+  // The shape options.forced_plan resolves to in this layout; nullptr where none is forced.
+  const PlanShape* forced_shape() const { return forced_; }
   // The all-reduce algorithms of the intra-host transport that can run among a one-host group's
   // ranks for bytes, cheapest first by the table, at most `most`: what a group's algorithm trial
   // tries. Empty across hosts, where an in-host algorithm is forced, or where the transport
@@ -72,18 +83,19 @@ class Router {
   size_t inter_small_message_bytes() const { return inter_small_bytes_; }
   bool multi_host() const { return !layout_.single_host(); }
   // Whether the group needs communicators of the inter-host transport at all.
-  bool uses_inter() const;
+  bool uses_inter() const { return uses_inter_; }
   // Whether some plan that may serve an op in this group steps on level (besides kGroup): the
   // communicators a lane must build.
-  bool steps_on(Level level) const;
+  bool steps_on(Level level) const { return steps_on_[static_cast<size_t>(level)]; }
   const GroupLayout& layout() const { return layout_; }
   const CostModel& costs() const { return costs_; }
   const RouterOptions& options() const { return options_; }
 
  private:
-  bool feasible(PlanKind kind, Collective op) const;
-  // The plan of kind for op, its algorithms chosen and its time predicted; kind must be feasible.
-  Plan priced(PlanKind kind, Collective op, size_t bytes) const;
+  bool feasible(const PlanShape& shape, Collective op) const;
+  // The plan of shape for op, its algorithms chosen and its time predicted; shape must be
+  // feasible for op.
+  Plan priced(const PlanShape& shape, Collective op, size_t bytes) const;
   // Seconds for one step whose op moves bytes (as AlgorithmTable.h sizes them); step.algorithm
   // receives what runs.
   double step_seconds(Step& step, double bytes) const;
@@ -101,6 +113,9 @@ class Router {
   GroupLayout layout_;
   CostModel costs_;
   RouterOptions options_;
+  const PlanShape* forced_ = nullptr;
+  bool uses_inter_ = false;
+  bool steps_on_[kLevels] = {};  // by Level
   size_t inter_small_bytes_ = 64 * 1024;
   // Flat rings (all-gather, reduce-scatter) in group-rank order: the most ring edges leaving
   // one host, i.e. how many of their flows share that host's link (1 with host-contiguous

@@ -1,6 +1,7 @@
 // What torch_domino.topology() and `python -m torch_domino.topology` report of a group's
-// routing: for every op at each size, the plan the router takes, with its steps and their
-// algorithms (the names handed to the transports), and the alternatives it weighed.
+// routing: for every op at each size, the plan the router takes (named by its shape), with its
+// steps and their algorithms (the names handed to the transports), and the alternatives it
+// weighed.
 // Torch-free.
 #pragma once
 

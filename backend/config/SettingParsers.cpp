@@ -1,6 +1,7 @@
 #include "SettingParsers.h"
 
 #include "topology/AlgorithmTable.h"
+#include "topology/PlanShapes.h"
 
 namespace domino::settings {
 
@@ -28,8 +29,8 @@ std::string transport_name(const std::string& variable, const std::string& value
 void parse_algorithms(const std::string& variable, const std::string& value, Settings& s) {
   using topology::AlgorithmHome;
   const std::string accepted =
-      "auto, or a comma-separated list of at most one plan (flat, hierarchical, leader), one "
-      "inter-host all-reduce algorithm (" +
+      "auto, or a comma-separated list of at most one plan (" + topology::forced_plan_words() +
+      "), one inter-host all-reduce algorithm (" +
       topology::algorithm_names("all_reduce", AlgorithmHome::kLinks) +
       ") and one in-host all-reduce algorithm: shared memory's own (" +
       topology::algorithm_names("all_reduce", AlgorithmHome::kShm) +
@@ -54,7 +55,7 @@ void parse_algorithms(const std::string& variable, const std::string& value, Set
     };
     if (item == "auto" && value.find(',') == std::string::npos) {
       // everything automatic
-    } else if (!prefixed && (item == "flat" || item == "hierarchical" || item == "leader")) {
+    } else if (!prefixed && topology::forces_a_plan(item)) {
       take(plan);
       s.plan = item;
     } else if (!prefixed && serves(AlgorithmHome::kLinks)) {

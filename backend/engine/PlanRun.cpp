@@ -130,7 +130,7 @@ Communicator* RoutedComm::level_comm(Level level) {
 }
 
 void RoutedComm::run(const topology::Plan& plan, const Call& call) {
-  last_plan_ = topology::plan_name(plan.kind);
+  last_plan_ = plan.shape;
   if (plan.flat()) {
     run_flat(plan, call);
     return;
@@ -143,7 +143,7 @@ void RoutedComm::run(const topology::Plan& plan, const Call& call) {
     if (e.status() == DOMINO_ERR_TIMEOUT || e.status() == DOMINO_ERR_PEER) abort();
     // The failing step names its own sub-group; say which collective it was part of.
     throw TransportError(e.status(), std::string(topology::entry_name(call.op)) + " (" +
-                                         topology::plan_name(plan.kind) +
+                                         std::string(plan.shape) +
                                          " plan across hosts: " + plan.describe() +
                                          ") failed in one of its steps: " + e.what());
   }
@@ -154,8 +154,9 @@ void RoutedComm::run_flat(const topology::Plan& plan, const Call& call) {
     throw std::logic_error("an all-to-all runs with its counts, not as a flat plan's call");
   }
   domino_buffer_t recv = call.recv;
-  flat_comm(plan.kind).collective(make_call(call.op, call.send, recv, call.redop, call.root),
-                                  plan.steps.front().algorithm);
+  level_comm(Level::kGroup)
+      ->collective(make_call(call.op, call.send, recv, call.redop, call.root),
+                   plan.steps.front().algorithm);
 }
 
 void RoutedComm::run_steps(const topology::Plan& plan, const Call& call) {

@@ -14,7 +14,6 @@ namespace domino {
 
 using topology::Collective;
 using topology::Level;
-using topology::PlanKind;
 
 namespace {
 class HostMemory : public RoutedComm::Memory {
@@ -61,11 +60,11 @@ RoutedComm::RoutedComm(const topology::Router& router, int rank, const Factory& 
       rail.push_back(ranks[static_cast<size_t>(local_rank)]);
     rail_ = make({"rail" + std::to_string(local_rank), true, rail});
   }
-  if (!router.options().forced_plan) {
-    std::vector<PlanKind> kinds;
+  if (router.forced_shape() == nullptr) {
+    std::vector<std::string> shapes;
     for (const auto& plan : router.candidates(Collective::kAllReduce, 8))
-      kinds.push_back(plan.kind);
-    if (!kinds.empty()) small_allreduce_trial_.emplace(kinds);
+      shapes.emplace_back(plan.shape);
+    if (!shapes.empty()) small_allreduce_trial_.emplace(shapes);
   }
   if (router.steps_on(Level::kLeaders) && mine.front() == rank) {
     std::vector<int> leaders;
@@ -75,32 +74,32 @@ RoutedComm::RoutedComm(const topology::Router& router, int rank, const Factory& 
   }
 }
 
-const topology::Plan& RoutedComm::plan_for(Collective op, size_t bytes,
-                                           std::optional<PlanKind> kind) {
+const topology::Plan& RoutedComm::plan_for(Collective op, size_t bytes, uint64_t pick) {
   // Bytes past 2^48 share keys; their plans are the same in all but a report's figures.
-  const uint64_t key = (static_cast<uint64_t>(op) << 56) |
-                       (static_cast<uint64_t>(kind ? static_cast<int>(*kind) + 1 : 0) << 48) |
+  const uint64_t key = (static_cast<uint64_t>(op) << 56) | (pick << 48) |
                        std::min<uint64_t>(bytes, (uint64_t{1} << 48) - 1);
   // A loop of one op and size, the common case, skips the map.
   if (last_plan_key_ == key && last_found_ != nullptr) return *last_found_;
   auto found = plans_.find(key);
   if (found == plans_.end()) {
     if (plans_.size() >= kCachedPlans) plans_.clear();
-    found = plans_.emplace(key, kind ? router_.plan(*kind, op, bytes) : router_.choose(op, bytes))
-                .first;
+    found = plans_.emplace(key, routed_plan(op, bytes, pick)).first;
   }
   last_plan_key_ = key;
   last_found_ = &found->second;  // the map's nodes stay put until it is cleared, above
   return found->second;
 }
 
-const topology::Plan& RoutedComm::flat_plan(Collective op, size_t bytes) {
-  return plan_for(op, bytes, flat_inter_ ? PlanKind::kFlatInter : PlanKind::kFlatIntra);
+topology::Plan RoutedComm::routed_plan(Collective op, size_t bytes, uint64_t pick) const {
+  if (pick == kChosen) return router_.choose(op, bytes);
+  if (pick == kWholeGroup) return router_.whole_group(op, bytes);
+  return router_.plan(small_allreduce_trial_->candidates()[pick - kTrialCandidate], op, bytes);
 }
 
-Communicator& RoutedComm::flat_comm(PlanKind kind) {
-  if (kind == PlanKind::kFlatIntra && flat_intra_) return *flat_intra_;
-  return flat_inter_ ? *flat_inter_ : *flat_intra_;
+const topology::Plan& RoutedComm::trial_plan(const PlanTrial& trial, size_t bytes) {
+  const std::string& shape = trial.decided() ? trial.winner() : trial.next();
+  const auto candidate = static_cast<uint64_t>(&shape - trial.candidates().data());
+  return plan_for(Collective::kAllReduce, bytes, kTrialCandidate + candidate);
 }
 
 void RoutedComm::collective(const domino_call_t& k) {
@@ -114,9 +113,9 @@ void RoutedComm::collective(const domino_call_t& k) {
     // Counts and offsets per peer: no plan but the flat one takes them. The router chooses an
     // all-to-all's algorithm by the number of ranks alone (ranks send different amounts), so
     // one cached plan serves every size.
-    const topology::Plan& plan = flat_plan(Collective::kAllToAll, 0);
-    last_plan_ = topology::plan_name(plan.kind);
-    flat_comm(plan.kind).collective(k, plan.steps.front().algorithm);
+    const topology::Plan& plan = plan_for(Collective::kAllToAll, 0, kWholeGroup);
+    last_plan_ = plan.shape;
+    level_comm(Level::kGroup)->collective(k, plan.steps.front().algorithm);
     return;
   }
   if (op == Collective::kAllReduce) {
@@ -125,7 +124,7 @@ void RoutedComm::collective(const domino_call_t& k) {
   }
   // A bad root is the flat communicator's to refuse, as it would be on one host.
   const bool valid = !topology::rooted(op) || (call.root >= 0 && call.root < size_);
-  run(valid ? plan_for(op, bytes) : flat_plan(op, bytes), call);
+  run(plan_for(op, bytes, valid ? kChosen : kWholeGroup), call);
 }
 
 void RoutedComm::allreduce(const Call& call, size_t bytes) {
@@ -135,10 +134,8 @@ void RoutedComm::allreduce(const Call& call, size_t bytes) {
   }
   PlanTrial* trial =
       small_allreduce_trial_ && bytes <= kPlanTrialMaxBytes ? &*small_allreduce_trial_ : nullptr;
-  const topology::Plan& plan = trial == nullptr
-                                   ? plan_for(Collective::kAllReduce, bytes)
-                                   : plan_for(Collective::kAllReduce, bytes,
-                                              trial->decided() ? trial->winner() : trial->next());
+  const topology::Plan& plan =
+      trial == nullptr ? plan_for(Collective::kAllReduce, bytes) : trial_plan(*trial, bytes);
   if (trial == nullptr || trial->decided()) {
     run(plan, call);
     return;
@@ -154,13 +151,13 @@ void RoutedComm::allreduce(const Call& call, size_t bytes) {
     trial->adopt(medians);
     std::string summary;
     for (size_t i = 0; i < medians.size(); ++i) {
-      summary += (i ? ", " : "") + std::string(topology::plan_name(trial->candidates()[i])) + " " +
+      summary += (i ? ", " : "") + trial->candidates()[i] + " " +
                  std::to_string(static_cast<int>(medians[i] * 1e6)) + " us";
     }
     log_line(LogLevel::kInfo, rank_,
              std::string("all-reduces up to ") + std::to_string(kPlanTrialMaxBytes) +
-                 " bytes across hosts take plan " + topology::plan_name(trial->winner()) +
-                 " (measured: " + summary + ")");
+                 " bytes across hosts take plan " + trial->winner() + " (measured: " + summary +
+                 ")");
   }
 }
 

@@ -66,7 +66,7 @@ class RoutedComm {
   bool abort();
 
   // The plan each op took last, by name (observability; tests check routing with it).
-  std::string last_plan() const { return last_plan_; }
+  std::string last_plan() const { return std::string(last_plan_); }
   // The in-host algorithm the last all-reduce of a one-host group from kAlgorithmTrialFromBytes
   // ran (observability; tests check the algorithm trial with it).
   const std::string& last_large_algorithm() const { return last_large_algorithm_; }
@@ -86,14 +86,17 @@ class RoutedComm {
   // host through the algorithm trial of their size class.
   void allreduce(const Call& call, size_t bytes);
   void large_one_host_allreduce(const Call& call, size_t bytes);
-  // The plan op takes for bytes (of kind, where a plan trial decides), the router's, kept: a
-  // plan depends on nothing else, and a collective's hot path should not price plans.
-  const topology::Plan& plan_for(topology::Collective op, size_t bytes,
-                                 std::optional<topology::PlanKind> kind = std::nullopt);
-  // The flat plan over the communicator this rank has for the whole group.
-  const topology::Plan& flat_plan(topology::Collective op, size_t bytes);
-  // The whole-group communicator a flat plan runs on.
-  Communicator& flat_comm(topology::PlanKind kind);
+  // Which plan plan_for gives: the router's choice, the flat one over the communicator this
+  // rank has for the whole group, or the small all-reduce trial's candidate i (kTrialCandidate
+  // + i).
+  static constexpr uint64_t kChosen = 0, kWholeGroup = 1, kTrialCandidate = 2;
+  // The plan op takes for bytes, the router's, kept: a plan depends on nothing else, and a
+  // collective's hot path should not price plans.
+  const topology::Plan& plan_for(topology::Collective op, size_t bytes, uint64_t pick = kChosen);
+  // The router's plan of that pick, made anew.
+  topology::Plan routed_plan(topology::Collective op, size_t bytes, uint64_t pick) const;
+  // The plan of the candidate the small all-reduce trial runs now, or adopted.
+  const topology::Plan& trial_plan(const PlanTrial& trial, size_t bytes);
   // Runs plan for call (PlanRun.cpp): a flat plan as one call, any other step by step; a
   // failing step's error also names the op and the plan.
   void run(const topology::Plan& plan, const Call& call);
@@ -118,7 +121,7 @@ class RoutedComm {
   // After the communicators it drives, so that it goes first.
   std::unique_ptr<RailPipeline> rail_pipeline_;
   ThreadPlacement rail_thread_;
-  const char* last_plan_ = "";
+  std::string_view last_plan_;                      // the shape's registered name
   std::optional<PlanTrial> small_allreduce_trial_;  // groups across hosts, plan not forced
   // Which in-host all-reduce wins at large sizes depends on the machine (how its caches and
   // memory serve reads from a peer's pages against copies through the slots: single_copy ran
@@ -128,7 +131,7 @@ class RoutedComm {
   // faster, for every dtype and reduction of that class.
   std::map<int, Trial<std::string>> large_allreduce_trials_;
   std::string last_large_algorithm_;
-  // Plans by (op, kind asked for, bytes); emptied when it grows past kCachedPlans.
+  // Plans by (op, pick, bytes); emptied when it grows past kCachedPlans.
   static constexpr size_t kCachedPlans = 512;
   std::unordered_map<uint64_t, topology::Plan> plans_;
   uint64_t last_plan_key_ = 0;

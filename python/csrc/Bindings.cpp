@@ -72,13 +72,13 @@ py::dict routing_dict(const domino::ProcessGroupDomino& pg, const std::vector<si
   out["inter_small_message_bytes"] = router.inter_small_message_bytes();
   // Small all-reduces across hosts are decided by the group's own trial (engine/PlanTrial.h).
   out["measured_up_to_bytes"] =
-      router.multi_host() && !router.options().forced_plan ? domino::kPlanTrialMaxBytes : 0;
+      router.multi_host() && router.forced_shape() == nullptr ? domino::kPlanTrialMaxBytes : 0;
   py::list plans;
   for (const topo::RoutingRow& row : pg.routing_report(sizes)) {
     py::dict entry;
     entry["op"] = topo::collective_name(row.op);
     entry["bytes"] = row.bytes;
-    entry["plan"] = topo::plan_name(row.chosen.kind);
+    entry["plan"] = std::string(row.chosen.shape);
     entry["steps"] = row.chosen.describe();
     entry["algorithm"] = row.chosen.inter_algorithm();
     entry["chunks"] = row.chosen.chunks;
@@ -86,7 +86,7 @@ py::dict routing_dict(const domino::ProcessGroupDomino& pg, const std::vector<si
     entry["forced"] = row.chosen.forced;
     py::dict alternatives;
     for (const topo::Plan& p : row.alternatives) {
-      alternatives[py::str(topo::plan_name(p.kind))] = p.predicted_us;
+      alternatives[py::str(std::string(p.shape))] = p.predicted_us;
     }
     entry["alternatives_us"] = alternatives;
     plans.append(entry);

@@ -107,7 +107,7 @@ TEST(AddedAlgorithm, TheRouterChoosesItWhereItIsCheapestAndTheReportNamesIt) {
 
 TEST(AddedAlgorithm, ItRunsOverUcxWhenTheRouterHandsItDown) {
   topology::RouterOptions flat;
-  flat.forced_plan = topology::PlanKind::kFlatInter;
+  flat.forced_plan = "flat_inter";
   const auto outcomes =
       testing::run_routed(kFiveHosts, flat, [](int rank, int size, RoutedComm& comm) {
         for (size_t n : {size_t{1}, size_t{300}, size_t{1} << 20}) {

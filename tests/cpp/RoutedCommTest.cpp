@@ -24,7 +24,6 @@ namespace {
 using testing::buf;
 using testing::expect_eq;
 using testing::v;
-using topology::PlanKind;
 
 std::string check_allreduce(int rank, int size, RoutedComm& comm, const char* expected_plan) {
   // 1048579 elements (8 MiB of int64) take the hierarchical plan's pipeline in 4 chunks, padded.
@@ -57,9 +56,10 @@ std::string check_allreduce(int rank, int size, RoutedComm& comm, const char* ex
 // and reduce-scatter (by rail: uniform layouts; through the leaders: any), broadcast and reduce
 // from every root, gather and scatter (through the leaders) from every root. Large messages take
 // the rails' pipeline.
-std::string check_two_level_ops(int rank, int size, RoutedComm& comm, PlanKind plan, bool uniform) {
-  const char* want_plan = topology::plan_name(plan);
-  const bool two_level = plan == PlanKind::kLeader || (plan == PlanKind::kHierarchical && uniform);
+std::string check_two_level_ops(int rank, int size, RoutedComm& comm, const std::string& plan,
+                                bool uniform) {
+  const char* want_plan = plan.c_str();
+  const bool two_level = plan == "leader" || (plan == "hierarchical" && uniform);
   auto took = [&](const char* op) -> std::string {
     if (!two_level || comm.last_plan() == want_plan) return "";
     return std::string(op) + " took plan " + comm.last_plan() + ", expected " + want_plan;
@@ -111,7 +111,7 @@ std::string check_two_level_ops(int rank, int size, RoutedComm& comm, PlanKind p
       }
       if (auto e = took("reduce"); !e.empty()) return e;
       // Gather and scatter go through the leaders only: forced by rail they fall back.
-      const bool leaders = plan == PlanKind::kLeader;
+      const bool leaders = plan == "leader";
       std::vector<int64_t> gathered(rank == root ? n * static_cast<size_t>(size) : 0, -1);
       testing::CheckedComm{comm}.gather(buf(mine), buf(gathered), root);
       if (rank == root) {
@@ -137,7 +137,7 @@ struct Layout {
   std::vector<std::string> hosts;  // per rank
 };
 
-using Case = std::tuple<Layout, PlanKind>;
+using Case = std::tuple<Layout, std::string>;
 class RoutedCommLayouts : public ::testing::TestWithParam<Case> {};
 
 TEST_P(RoutedCommLayouts, EveryOpMatchesALocalReference) {
@@ -149,9 +149,8 @@ TEST_P(RoutedCommLayouts, EveryOpMatchesALocalReference) {
   const auto outcomes =
       testing::run_routed(layout_case.hosts, options, [&](int rank, int, RoutedComm& comm) {
         // A forced plan the layout cannot take falls back to the router's choice.
-        const bool takes = plan != PlanKind::kHierarchical || layout.uniform;
-        std::string e =
-            check_allreduce(rank, size, comm, takes ? topology::plan_name(plan) : nullptr);
+        const bool takes = plan != "hierarchical" || layout.uniform;
+        std::string e = check_allreduce(rank, size, comm, takes ? plan.c_str() : nullptr);
         if (e.empty()) e = check_two_level_ops(rank, size, comm, plan, layout.uniform);
         testing::CheckedComm checked{comm};
         return e.empty() ? testing::run_all_collectives(rank, size, checked) : e;
@@ -240,12 +239,11 @@ const Layout kLayouts[] = {
 
 INSTANTIATE_TEST_SUITE_P(SimulatedHosts, RoutedCommLayouts,
                          ::testing::Combine(::testing::ValuesIn(kLayouts),
-                                            ::testing::Values(PlanKind::kFlatInter,
-                                                              PlanKind::kHierarchical,
-                                                              PlanKind::kLeader)),
+                                            ::testing::Values("flat_inter", "hierarchical",
+                                                              "leader")),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            return std::string(std::get<0>(info.param).name) + "_" +
-                                  topology::plan_name(std::get<1>(info.param));
+                                  std::get<1>(info.param);
                          });
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "topology/AlgorithmTable.h"
+#include "topology/PlanShapes.h"
 #include "topology/Router.h"
 
 namespace domino::topology {
@@ -27,7 +28,7 @@ const GroupLayout kFourByEight = hosts_of([] {
 
 TEST(Router, HierarchicalAllReducesArePipelinedInChunksTheReportShows) {
   RouterOptions forced;
-  forced.forced_plan = PlanKind::kHierarchical;
+  forced.forced_plan = "hierarchical";
   const Router router(kTwoByTwo, CostModel{}, forced);
   EXPECT_EQ(router.rail_chunks(1u << 20), 1u);
   EXPECT_EQ(router.rail_chunks(16u << 20), 8u);
@@ -39,7 +40,7 @@ TEST(Router, HierarchicalAllReducesArePipelinedInChunksTheReportShows) {
   EXPECT_EQ(router.choose(Collective::kReduceScatter, 4u << 20).chunks, 8u);
   // A broadcast along the rails is pipelined too; through the leaders it goes in one piece.
   EXPECT_EQ(router.choose(Collective::kBroadcast, 16u << 20).chunks, 8u);
-  EXPECT_EQ(router.plan(PlanKind::kLeader, Collective::kBroadcast, 16u << 20).chunks, 1u);
+  EXPECT_EQ(router.plan("leader", Collective::kBroadcast, 16u << 20).chunks, 1u);
   // One rank per host: the rail is the whole group, one step with nothing to overlap.
   const Router alone(hosts_of({"a", "b", "c"}), CostModel{}, forced);
   EXPECT_EQ(alone.rail_chunks(16u << 20), 1u);
@@ -60,7 +61,7 @@ TEST(Router, OneHostAlwaysTakesSharedMemory) {
   EXPECT_FALSE(router.uses_inter());
   for (Collective op : all_collectives()) {
     for (size_t bytes : {size_t{8}, size_t{1} << 24}) {
-      EXPECT_EQ(router.choose(op, bytes).kind, PlanKind::kFlatIntra) << collective_name(op);
+      EXPECT_EQ(router.choose(op, bytes).shape, "flat_intra") << collective_name(op);
     }
   }
 }
@@ -68,54 +69,55 @@ TEST(Router, OneHostAlwaysTakesSharedMemory) {
 TEST(Router, LargeAllReduceAcrossHostsIsHierarchicalSmallIsLatencyOptimal) {
   const Router router(kTwoByTwo, CostModel{}, {});
   EXPECT_TRUE(router.uses_inter());
-  EXPECT_EQ(router.choose(Collective::kAllReduce, 16u << 20).kind, PlanKind::kHierarchical);
+  EXPECT_EQ(router.choose(Collective::kAllReduce, 16u << 20).shape, "hierarchical");
   const Plan small = router.choose(Collective::kAllReduce, 64);
-  EXPECT_NE(small.kind, PlanKind::kFlatIntra);
+  EXPECT_NE(small.shape, "flat_intra");
   EXPECT_EQ(small.inter_algorithm(), "recursive_doubling");
   // The split-rail plan moves 1/L of the message per rail: cheaper than the flat ring by the
   // model at any large size.
   const auto plans = router.candidates(Collective::kAllReduce, 16u << 20);
   ASSERT_EQ(plans.size(), 3u);
-  EXPECT_EQ(plans.front().kind, PlanKind::kHierarchical);
+  EXPECT_EQ(plans.front().shape, "hierarchical");
   EXPECT_LT(plans.front().predicted_us, plans.back().predicted_us);
 }
 
 TEST(Router, NonUniformLayoutsNeverGetTheSplitRailPlan) {
   const Router router(kTwoPlusOne, CostModel{}, {});
   for (size_t bytes : {size_t{8}, size_t{1} << 16, size_t{1} << 26}) {
-    EXPECT_NE(router.choose(Collective::kAllReduce, bytes).kind, PlanKind::kHierarchical);
+    EXPECT_NE(router.choose(Collective::kAllReduce, bytes).shape, "hierarchical");
   }
   RouterOptions forced;
-  forced.forced_plan = PlanKind::kHierarchical;
+  forced.forced_plan = "hierarchical";
   const Router forced_router(kTwoPlusOne, CostModel{}, forced);
   const Plan plan = forced_router.choose(Collective::kAllReduce, 1 << 20);
-  EXPECT_NE(plan.kind, PlanKind::kHierarchical);
+  EXPECT_NE(plan.shape, "hierarchical");
   EXPECT_FALSE(plan.forced);
 }
 
 TEST(Router, BlocksBroadcastsAndReducesGoByRailTheRestFlat) {
   const Router router(kFourByEight, CostModel{}, {});
   for (Collective op : all_collectives()) {
-    const PlanKind want = op == Collective::kAllGather || op == Collective::kReduceScatter ||
-                                  op == Collective::kBroadcast || op == Collective::kReduce
-                              ? PlanKind::kHierarchical
-                          : op == Collective::kAllReduce ? router.choose(op, 1 << 20).kind
-                                                         : PlanKind::kFlatInter;
-    EXPECT_EQ(router.choose(op, 1 << 20).kind, want) << collective_name(op);
+    const std::string_view want = op == Collective::kAllGather ||
+                                          op == Collective::kReduceScatter ||
+                                          op == Collective::kBroadcast || op == Collective::kReduce
+                                      ? "hierarchical"
+                                  : op == Collective::kAllReduce ? router.choose(op, 1 << 20).shape
+                                                                 : "flat_inter";
+    EXPECT_EQ(router.choose(op, 1 << 20).shape, want) << collective_name(op);
   }
   // Without the same number of ranks on every host there are no rails: the leaders' plans
   // serve every op that has one, in any layout, against the flat ones.
   const Router uneven(kTwoPlusOne, CostModel{}, {});
   for (Collective op : {Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter,
                         Collective::kBroadcast, Collective::kReduce}) {
-    std::vector<PlanKind> kinds;
-    for (const Plan& plan : uneven.candidates(op, 1 << 20)) kinds.push_back(plan.kind);
+    std::vector<std::string_view> kinds;
+    for (const Plan& plan : uneven.candidates(op, 1 << 20)) kinds.push_back(plan.shape);
     EXPECT_EQ(kinds.size(), 2u) << collective_name(op);
-    EXPECT_NE(std::find(kinds.begin(), kinds.end(), PlanKind::kLeader), kinds.end());
-    EXPECT_EQ(std::find(kinds.begin(), kinds.end(), PlanKind::kHierarchical), kinds.end());
+    EXPECT_NE(std::find(kinds.begin(), kinds.end(), "leader"), kinds.end());
+    EXPECT_EQ(std::find(kinds.begin(), kinds.end(), "hierarchical"), kinds.end());
   }
-  EXPECT_EQ(uneven.choose(Collective::kBroadcast, 1 << 20).kind, PlanKind::kLeader);
-  EXPECT_EQ(uneven.choose(Collective::kGather, 1 << 20).kind, PlanKind::kFlatInter);
+  EXPECT_EQ(uneven.choose(Collective::kBroadcast, 1 << 20).shape, "leader");
+  EXPECT_EQ(uneven.choose(Collective::kGather, 1 << 20).shape, "flat_inter");
 }
 
 TEST(Router, AFlatRingWhoseRanksAlternateHostsIsPricedForEveryEdgeCrossing) {
@@ -124,23 +126,53 @@ TEST(Router, AFlatRingWhoseRanksAlternateHostsIsPricedForEveryEdgeCrossing) {
   const Router interleaved(hosts_of({"a", "b", "a", "b"}), CostModel{}, {});
   auto flat_us = [](const Router& router) {
     for (const Plan& plan : router.candidates(Collective::kAllGather, 4 << 20)) {
-      if (plan.kind == PlanKind::kFlatInter) return plan.predicted_us;
+      if (plan.shape == "flat_inter") return plan.predicted_us;
     }
     return 0.0;
   };
   EXPECT_GT(flat_us(interleaved), 1.8 * flat_us(contiguous));
-  EXPECT_EQ(interleaved.choose(Collective::kAllGather, 4 << 20).kind, PlanKind::kHierarchical);
+  EXPECT_EQ(interleaved.choose(Collective::kAllGather, 4 << 20).shape, "hierarchical");
 }
 
 TEST(Router, ForcedPlanAndAlgorithmAreHonouredWhereFeasible) {
   RouterOptions options;
-  options.forced_plan = PlanKind::kLeader;
+  options.forced_plan = "leader";
   options.forced_inter_algorithm = "ring";
   const Router router(kFourByEight, CostModel{}, options);
   const Plan plan = router.choose(Collective::kAllReduce, 16u << 20);
-  EXPECT_EQ(plan.kind, PlanKind::kLeader);
+  EXPECT_EQ(plan.shape, "leader");
   EXPECT_TRUE(plan.forced);
   EXPECT_EQ(plan.inter_algorithm(), "ring");
+}
+
+TEST(Router, DominoAlgoWordsForceTheShapeTheLayoutTakes) {
+  EXPECT_EQ(forced_plan_words(), "flat, hierarchical, leader");
+  // "flat": one communicator over the group, shared memory's on one host, the inter-host
+  // transport's across hosts; a shape's own name forces that shape.
+  RouterOptions flat;
+  flat.forced_plan = "flat";
+  const Router one_host(kOneHost, CostModel{}, flat);
+  EXPECT_EQ(one_host.forced_shape()->name, "flat_intra");
+  EXPECT_FALSE(one_host.uses_inter());
+  const Plan intra = one_host.choose(Collective::kAllGather, 1 << 20);
+  EXPECT_EQ(intra.shape, "flat_intra");
+  EXPECT_TRUE(intra.forced);
+  const Router two_hosts(kTwoByTwo, CostModel{}, flat);
+  EXPECT_EQ(two_hosts.forced_shape()->name, "flat_inter");
+  EXPECT_FALSE(two_hosts.steps_on(Level::kHost) || two_hosts.steps_on(Level::kRail) ||
+               two_hosts.steps_on(Level::kLeaders));
+  EXPECT_EQ(two_hosts.choose(Collective::kAllReduce, 16u << 20).shape, "flat_inter");
+  RouterOptions inter;
+  inter.forced_plan = "flat_inter";
+  const Router inter_one_host(kOneHost, CostModel{}, inter);
+  EXPECT_TRUE(inter_one_host.uses_inter());
+  EXPECT_EQ(inter_one_host.choose(Collective::kAllReduce, 64).shape, "flat_inter");
+  EXPECT_EQ(inter_one_host.whole_group(Collective::kAllToAll, 64).shape, "flat_inter");
+  EXPECT_EQ(Router(kOneHost, CostModel{}, {}).whole_group(Collective::kAllToAll, 64).shape,
+            "flat_intra");
+  RouterOptions unknown;
+  unknown.forced_plan = "fastest";
+  EXPECT_THROW(Router(kTwoByTwo, CostModel{}, unknown), std::invalid_argument);
 }
 
 TEST(Router, SlowerLinksMoveTheSmallMessageThresholdAndCosts) {
@@ -163,7 +195,7 @@ TEST(Router, SlowerLinksMoveTheSmallMessageThresholdAndCosts) {
 TEST(Router, APlanIsItsStepsWithTheAlgorithmEachHandsDown) {
   const Router router(kTwoByTwo, CostModel{}, {});
   const Plan big = router.choose(Collective::kAllReduce, 16u << 20);
-  ASSERT_EQ(big.kind, PlanKind::kHierarchical);
+  ASSERT_EQ(big.shape, "hierarchical");
   ASSERT_EQ(big.steps.size(), 3u);
   EXPECT_EQ(big.steps[0].level, Level::kHost);
   EXPECT_FALSE(big.steps[0].inter);
@@ -179,7 +211,7 @@ TEST(Router, APlanIsItsStepsWithTheAlgorithmEachHandsDown) {
   EXPECT_EQ(big.describe(), "reduce_scatter@host:single_copy > all_reduce@rail:" +
                                 std::string(cheapest->name) + " > all_gather@host:single_copy x8");
   RouterOptions leader;
-  leader.forced_plan = PlanKind::kLeader;
+  leader.forced_plan = "leader";
   const Router by_leaders(kTwoByTwo, CostModel{}, leader);
   EXPECT_EQ(by_leaders.choose(Collective::kBroadcast, 1 << 20).describe(),
             "broadcast@host:segment > broadcast@leaders:binomial_tree > broadcast@host:segment");
@@ -192,7 +224,7 @@ TEST(Router, APlanIsItsStepsWithTheAlgorithmEachHandsDown) {
   const Plan theirs = Router(kTwoByTwo, CostModel{}, own).choose(Collective::kAllReduce, 64);
   EXPECT_EQ(theirs.inter_algorithm(), "");
   for (const Step& step : theirs.steps) EXPECT_EQ(step.algorithm, "");
-  EXPECT_THROW(router.plan(PlanKind::kLeader, Collective::kAllToAll, 64), std::invalid_argument);
+  EXPECT_THROW(router.plan("leader", Collective::kAllToAll, 64), std::invalid_argument);
 }
 
 TEST(Router, AForcedInHostAlgorithmNamesTheOneHostAllReduceAndPricesItByTheTable) {
