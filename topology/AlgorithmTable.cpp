@@ -1,7 +1,5 @@
 #include "AlgorithmTable.h"
 
-#include "ShmCosts.h"
-
 #include <algorithm>
 #include <stdexcept>
 
@@ -9,45 +7,17 @@ namespace domino::topology {
 
 namespace {
 std::vector<AlgorithmEntry>& entries() {
-  // The shared-memory transport's own algorithms, one entry per op each serves, priced by
-  // ShmCosts.h; the router hands their names down through the plugin ABI's collective_with.
-  static std::vector<AlgorithmEntry> table = [] {
-    constexpr auto shm = AlgorithmHome::kShm;
-    const char* segment = "through the shared segment's slots, pipelined in chunks";
-    const char* single_copy = "read straight from the peers' memory (process_vm_readv)";
-    std::vector<AlgorithmEntry> built_in = {
-        {"direct",
-         "every rank reduces the whole message from the segment (latency-optimal)",
-         {"all_reduce"},
-         shm,
-         shm_direct_seconds},
-        {"rsag",
-         "each rank reduces its slice of every chunk, then all copy the slices out",
-         {"all_reduce"},
-         shm,
-         shm_rsag_seconds},
-        {"single_copy", single_copy, {"all_reduce"}, shm, shm_single_copy_allreduce_seconds},
-        {"single_copy", single_copy, {"all_gather"}, shm, shm_single_copy_allgather_seconds},
-        {"single_copy",
-         single_copy,
-         {"reduce_scatter"},
-         shm,
-         shm_single_copy_reduce_scatter_seconds},
-        {"segment", segment, {"all_gather"}, shm, shm_segment_blocks_seconds},
-        {"segment", segment, {"reduce_scatter"}, shm, shm_segment_blocks_seconds},
-        {"segment", segment, {"broadcast"}, shm, shm_segment_whole_seconds},
-        {"segment", segment, {"reduce"}, shm, shm_segment_whole_seconds},
-        {"segment", segment, {"gather"}, shm, shm_segment_gather_seconds},
-        {"segment", segment, {"scatter"}, shm, shm_segment_gather_seconds},
-        {"segment", segment, {"all_to_all"}, shm, shm_segment_whole_seconds},
-        {"segment", segment, {"barrier"}, shm, shm_segment_barrier_seconds},
-    };
-    std::stable_sort(
-        built_in.begin(), built_in.end(),
-        [](const AlgorithmEntry& a, const AlgorithmEntry& b) { return a.name < b.name; });
-    return built_in;
-  }();
+  // Filled during static initialization, by each algorithm's own file (AlgorithmTable.h).
+  static std::vector<AlgorithmEntry> table;
   return table;
+}
+// A name serves an op at a home once (add_algorithm), so this entry is the one for it there.
+bool serves(const AlgorithmEntry& e, std::string_view op, AlgorithmHome home) {
+  if (e.home != home) return false;
+  for (std::string_view served : e.ops) {
+    if (served == op) return true;
+  }
+  return false;
 }
 }  // namespace
 
@@ -73,10 +43,7 @@ void add_algorithm(AlgorithmEntry entry) {
 const AlgorithmEntry* find_algorithm(std::string_view name, std::string_view op,
                                      AlgorithmHome home) {
   for (const AlgorithmEntry& e : algorithm_table()) {
-    if (e.name != name || e.home != home) continue;
-    for (std::string_view served : e.ops) {
-      if (served == op) return &e;
-    }
+    if (e.name == name && serves(e, op, home)) return &e;
   }
   return nullptr;
 }
@@ -95,7 +62,8 @@ const AlgorithmEntry* cheapest_algorithm(std::string_view op, AlgorithmHome home
                                          double* seconds) {
   const AlgorithmEntry* best = nullptr;
   for (const AlgorithmEntry& e : algorithm_table()) {
-    if (e.seconds == nullptr || find_algorithm(e.name, op, home) != &e) continue;
+    // Asked on calls handed no name too (shared memory's own choice): one pass over the table.
+    if (e.seconds == nullptr || !serves(e, op, home)) continue;
     const double t = e.seconds(ranks, bytes, flows, cost);
     if (best == nullptr || t < *seconds) {
       best = &e;

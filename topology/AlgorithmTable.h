@@ -1,9 +1,10 @@
 // The one table of collective algorithms: each entry's name, what it does, which ops and which
 // transports it serves, and, where the router models it, its alpha-beta cost. DOMINO_ALGO's
 // parsing, the router's choice and prediction, the report and the transports' run all read it.
-// An algorithm over PeerLinks adds its own entry from its own file
-// (plugins/algorithms/Registration.h); the shared-memory transport's native ones are listed
-// here. Torch-free.
+// Every entry is added from its algorithm's own file: one over PeerLinks through
+// plugins/algorithms/Registration.h, a path of the shared-memory transport through
+// plugins/shm/ShmAlgorithms.h. Both libraries are linked whole, so wherever the router is linked
+// the table holds them all. Torch-free.
 #pragma once
 
 #include <cstddef>
@@ -19,6 +20,9 @@ namespace domino::topology {
 // the shared-memory transport.
 enum class AlgorithmHome { kLinks, kShm };
 
+// Whether an entry can run at all among ranks over a transport costing `cost`, whatever the size.
+using Runs = bool (*)(int ranks, const TransportCost& cost);
+
 // Seconds for one call of an entry's op among ranks over a transport costing `cost`, `flows` of its
 // flows sharing one host's NIC. bytes is the op's message as the router sizes it: the whole buffer
 // of an all-reduce, broadcast or reduce; one rank's block of an all-gather, reduce-scatter, gather
@@ -32,6 +36,9 @@ struct AlgorithmEntry {
   AlgorithmHome home;
   // The cost of one call of any of its ops; nullptr where the router does not model it.
   Seconds seconds;
+  // nullptr: wherever its transport runs. Where it returns false, the router hands a forced
+  // name down no more and takes the cheapest of the others (its cost is then infinite as well).
+  Runs runs = nullptr;
 };
 
 // Every entry, ordered by home, then name (the same on every rank of one build). Complete once

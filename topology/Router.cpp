@@ -7,7 +7,6 @@
 
 #include "AlgorithmTable.h"
 #include "PlanShapes.h"
-#include "ShmCosts.h"
 
 namespace domino::topology {
 
@@ -159,11 +158,10 @@ double Router::step_seconds(Step& step, double bytes) const {
       if (chosen == nullptr) chosen = find_algorithm(forced, op, AlgorithmHome::kShm);
       if (chosen != nullptr && chosen->seconds != nullptr) {
         seconds = chosen->seconds(ranks, bytes, 1, costs_.intra);
-        // Single-copy reads that cannot run here at all (turned off, or more ranks than cores):
-        // the router picks among the others instead of handing down a refused name. Outside its
-        // measured regime a forced single_copy still runs.
-        if (std::string_view(chosen->name) == "single_copy" &&
-            !shm_single_copy_runs(ranks, costs_.intra) && options_.intra_home) {
+        // A path that cannot run here at all (single-copy reads turned off, or more ranks than
+        // cores): the router picks among the others instead of handing down a refused name.
+        // Outside its measured regime a forced path still runs.
+        if (chosen->runs != nullptr && !chosen->runs(ranks, costs_.intra) && options_.intra_home) {
           chosen =
               cheapest_algorithm(op, *options_.intra_home, ranks, bytes, 1, costs_.intra, &seconds);
         }

@@ -26,12 +26,12 @@ bool has_cpu_each(int ranks, const TransportCost& c) {
 }  // namespace
 
 double shm_direct_seconds(int ranks, double bytes, int, const TransportCost& c) {
-  return allreduce_base(ranks, bytes, c) * (bytes <= 32 * kKiB ? 1.0 : kOutOfRegime);
+  return allreduce_base(ranks, bytes, c) * (bytes <= kShmDirectMaxBytes ? 1.0 : kOutOfRegime);
 }
 
 double shm_rsag_seconds(int ranks, double bytes, int, const TransportCost& c) {
   // Just above direct's regime's edge; below it direct wins by its one round.
-  return allreduce_base(ranks, bytes, c) * (bytes <= 32 * kKiB ? 1.1 : 1.0);
+  return allreduce_base(ranks, bytes, c) * (bytes <= kShmDirectMaxBytes ? 1.1 : 1.0);
 }
 
 bool shm_single_copy_runs(int ranks, const TransportCost& c) {

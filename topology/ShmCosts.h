@@ -10,12 +10,19 @@
 //   every other op  segment.
 // Single-copy reads need a CPU per rank (else rounds through the slots measured faster) and the
 // permission the transport cost says (DOMINO_SINGLE_COPY); elsewhere they cost infinity.
-// Torch-free.
+// These regimes are stated here only: the transport registers each path with its cost from here
+// (plugins/shm/ShmAlgorithms.h) and, handed no name, runs the table's cheapest. Torch-free.
 #pragma once
+
+#include <cstddef>
 
 #include "CostModel.h"
 
 namespace domino::topology {
+
+// Direct's regime: messages up to this size every rank reduces whole; above it each rank its
+// slice. A reduce to one root through the segment splits its rounds at the same size.
+inline constexpr size_t kShmDirectMaxBytes = size_t{32} << 10;
 
 double shm_direct_seconds(int ranks, double bytes, int flows, const TransportCost& cost);
 double shm_rsag_seconds(int ranks, double bytes, int flows, const TransportCost& cost);

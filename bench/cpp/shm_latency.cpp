@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "plugins/registry/Communicator.h"
 #include "plugins/shm/ShmCommunicator.h"
 #include "support/FileBootstrap.h"
 
@@ -44,10 +45,13 @@ int main(int argc, char** argv) {
       domino_buffer_t buffer{data.data(), data.size(), DOMINO_FLOAT32, -1};
       const int n =
           bytes == 8 ? iterations : std::max(10, static_cast<int>(iterations / (bytes / 1024)));
-      for (int i = 0; i < 10; ++i) comm.allreduce(buffer, buffer, DOMINO_SUM);
-      comm.barrier();
+      const domino_call_t allreduce =
+          domino::make_call(domino::topology::Collective::kAllReduce, buffer, buffer, DOMINO_SUM);
+      domino_buffer_t none{nullptr, 0, DOMINO_UINT8, -1};
+      for (int i = 0; i < 10; ++i) comm.collective(allreduce);
+      comm.collective(domino::make_call(domino::topology::Collective::kBarrier, none, none));
       const auto start = std::chrono::steady_clock::now();
-      for (int i = 0; i < n; ++i) comm.allreduce(buffer, buffer, DOMINO_SUM);
+      for (int i = 0; i < n; ++i) comm.collective(allreduce);
       const double us =
           std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
               .count() /

@@ -8,6 +8,7 @@
 #include "TransportError.h"
 #include "TransportSurface.h"
 #include "domino/plugin.h"
+#include "topology/Collectives.h"
 
 namespace domino {
 
@@ -15,6 +16,22 @@ namespace domino {
 template <TransportCommunicator Impl>
 struct PluginTable {
   static Impl& self(domino_comm_t* c) { return *reinterpret_cast<Impl*>(c); }
+  using Op = topology::Collective;
+  static domino_call_t make(Op op, const domino_buffer_t* send, domino_buffer_t* recv,
+                            domino_redop_t redop = DOMINO_SUM, int32_t root = -1) {
+    domino_call_t call{};
+    call.op = static_cast<uint32_t>(op);
+    call.send = send;
+    call.recv = recv;
+    call.redop = redop;
+    call.root = root;
+    return call;
+  }
+  // An op's entry for a transport with only collective(): handed no name, it chooses itself.
+  static void by_call(domino_comm_t* c, Op op, const domino_buffer_t* send, domino_buffer_t* recv,
+                      domino_redop_t redop = DOMINO_SUM, int32_t root = -1) {
+    self(c).collective(make(op, send, recv, redop, root), nullptr);
+  }
 
   static int create(const domino_comm_config_t* config, domino_comm_t** comm, char* err, size_t n) {
     return guard_abi(err, n, [&] { *comm = reinterpret_cast<domino_comm_t*>(new Impl(*config)); });
@@ -22,7 +39,13 @@ struct PluginTable {
   static void destroy(domino_comm_t* comm) { delete reinterpret_cast<Impl*>(comm); }
   static int allreduce(domino_comm_t* c, const domino_buffer_t* send, domino_buffer_t* recv,
                        domino_redop_t op, char* err, size_t n) {
-    return guard_abi(err, n, [&] { self(c).allreduce(*send, *recv, op); });
+    return guard_abi(err, n, [&] {
+      if constexpr (PerOpCollectives<Impl>) {
+        self(c).allreduce(*send, *recv, op);
+      } else {
+        by_call(c, Op::kAllReduce, send, recv, op);
+      }
+    });
   }
   static int allreduce_with(domino_comm_t* c, const domino_buffer_t* send, domino_buffer_t* recv,
                             domino_redop_t op, const char* algorithm, char* err, size_t n) {
@@ -33,38 +56,89 @@ struct PluginTable {
     return guard_abi(err, n, [&] { self(c).collective(*call, algorithm); });
   }
   static int barrier(domino_comm_t* c, char* err, size_t n) {
-    return guard_abi(err, n, [&] { self(c).barrier(); });
+    return guard_abi(err, n, [&] {
+      if constexpr (PerOpCollectives<Impl>) {
+        self(c).barrier();
+      } else {
+        by_call(c, Op::kBarrier, nullptr, nullptr);
+      }
+    });
   }
   static int broadcast(domino_comm_t* c, domino_buffer_t* buffer, int32_t root, char* err,
                        size_t n) {
-    return guard_abi(err, n, [&] { self(c).broadcast(*buffer, root); });
+    return guard_abi(err, n, [&] {
+      if constexpr (PerOpCollectives<Impl>) {
+        self(c).broadcast(*buffer, root);
+      } else {
+        by_call(c, Op::kBroadcast, buffer, buffer, DOMINO_SUM, root);
+      }
+    });
   }
   static int reduce(domino_comm_t* c, const domino_buffer_t* send, domino_buffer_t* recv,
                     domino_redop_t op, int32_t root, char* err, size_t n) {
-    return guard_abi(err, n, [&] { self(c).reduce(*send, *recv, op, root); });
+    return guard_abi(err, n, [&] {
+      if constexpr (PerOpCollectives<Impl>) {
+        self(c).reduce(*send, *recv, op, root);
+      } else {
+        by_call(c, Op::kReduce, send, recv, op, root);
+      }
+    });
   }
   static int allgather(domino_comm_t* c, const domino_buffer_t* send, domino_buffer_t* recv,
                        char* err, size_t n) {
-    return guard_abi(err, n, [&] { self(c).allgather(*send, *recv); });
+    return guard_abi(err, n, [&] {
+      if constexpr (PerOpCollectives<Impl>) {
+        self(c).allgather(*send, *recv);
+      } else {
+        by_call(c, Op::kAllGather, send, recv);
+      }
+    });
   }
   static int reduce_scatter(domino_comm_t* c, const domino_buffer_t* send, domino_buffer_t* recv,
                             domino_redop_t op, char* err, size_t n) {
-    return guard_abi(err, n, [&] { self(c).reduce_scatter(*send, *recv, op); });
+    return guard_abi(err, n, [&] {
+      if constexpr (PerOpCollectives<Impl>) {
+        self(c).reduce_scatter(*send, *recv, op);
+      } else {
+        by_call(c, Op::kReduceScatter, send, recv, op);
+      }
+    });
   }
   static int gather(domino_comm_t* c, const domino_buffer_t* send, domino_buffer_t* recv,
                     int32_t root, char* err, size_t n) {
-    return guard_abi(err, n, [&] { self(c).gather(*send, *recv, root); });
+    return guard_abi(err, n, [&] {
+      if constexpr (PerOpCollectives<Impl>) {
+        self(c).gather(*send, *recv, root);
+      } else {
+        by_call(c, Op::kGather, send, recv, DOMINO_SUM, root);
+      }
+    });
   }
   static int scatter(domino_comm_t* c, const domino_buffer_t* send, domino_buffer_t* recv,
                      int32_t root, char* err, size_t n) {
-    return guard_abi(err, n, [&] { self(c).scatter(*send, *recv, root); });
+    return guard_abi(err, n, [&] {
+      if constexpr (PerOpCollectives<Impl>) {
+        self(c).scatter(*send, *recv, root);
+      } else {
+        by_call(c, Op::kScatter, send, recv, DOMINO_SUM, root);
+      }
+    });
   }
   static int alltoall(domino_comm_t* c, const domino_buffer_t* send, const uint64_t* send_counts,
                       const uint64_t* send_offsets, domino_buffer_t* recv,
                       const uint64_t* recv_counts, const uint64_t* recv_offsets, char* err,
                       size_t n) {
     return guard_abi(err, n, [&] {
-      self(c).alltoall(*send, send_counts, send_offsets, *recv, recv_counts, recv_offsets);
+      if constexpr (PerOpCollectives<Impl>) {
+        self(c).alltoall(*send, send_counts, send_offsets, *recv, recv_counts, recv_offsets);
+      } else {
+        domino_call_t call = make(Op::kAllToAll, send, recv);
+        call.send_counts = send_counts;
+        call.send_offsets = send_offsets;
+        call.recv_counts = recv_counts;
+        call.recv_offsets = recv_offsets;
+        self(c).collective(call, nullptr);
+      }
     });
   }
   static int send(domino_comm_t* c, const domino_buffer_t* buffer, int32_t peer, int32_t tag,

@@ -10,7 +10,9 @@
 
 #include "CrossMemory.h"
 #include "FdHandoff.h"
+#include "ShmAlgorithms.h"
 #include "Slices.h"
+#include "WaitWord.h"
 #include "plugins/common/Bootstrap.h"
 #include "plugins/common/Dtype.h"
 #include "plugins/common/Reduction.h"
@@ -22,7 +24,6 @@ namespace {
 // Chunks that stay in L2 beat fewer, larger rounds; much smaller ones cost too many barriers
 // when ranks outnumber cores (measured with bench/cpp/shm_latency).
 constexpr uint64_t kDefaultSlotBytes = 512ull << 10;
-constexpr uint64_t kDefaultSmallMessageBytes = 32ull << 10;
 constexpr uint64_t kChannelBytes = 128ull << 10;
 std::string label_for(const domino_comm_config_t& c) {
   std::string ranks;
@@ -32,12 +33,6 @@ std::string label_for(const domino_comm_config_t& c) {
   }
   return "group '" + std::string(c.group_name != nullptr ? c.group_name : "?") +
          "' (global ranks " + ranks + "; this is group rank " + std::to_string(c.rank) + ")";
-}
-
-size_t rounds_for(size_t count, size_t per_round) {
-  // Rounded up without forming count + per_round: all-to-all's count is the largest any peer
-  // published, and a wrapped sum would mean no rounds at all.
-  return per_round == 0 ? 1 : count / per_round + (count % per_round != 0 ? 1 : 0);
 }
 
 [[noreturn]] void invalid(const std::string& message) {
@@ -51,8 +46,6 @@ ShmCommunicator::ShmCommunicator(const domino_comm_config_t& config)
       group_label_(label_for(config)),
       timeout_(
           std::chrono::milliseconds(config.timeout_ms > 0 ? config.timeout_ms : 30 * 60 * 1000)),
-      small_message_bytes_(config.small_message_bytes > 0 ? config.small_message_bytes
-                                                          : kDefaultSmallMessageBytes),
       should_pause_(config.should_pause),
       pause_context_(config.pause_context) {
   if (size_ < 1 || rank_ < 0 || rank_ >= size_) {
@@ -110,6 +103,13 @@ ShmCommunicator::ShmCommunicator(const domino_comm_config_t& config)
   inputs_.resize(static_cast<size_t>(size_));
   meet("shared memory set-up", until);
   if (config.single_copy >= 0) probe_single_copy(until);
+  own_cost_ = shm_own_cost(static_cast<int>(host_cores()), single_copy_);
+}
+
+size_t ShmCommunicator::rounds_for(size_t count, size_t per_round) {
+  // Rounded up without forming count + per_round: all-to-all's count is the largest any peer
+  // published, and a wrapped sum would mean no rounds at all.
+  return per_round == 0 ? 1 : count / per_round + (count % per_round != 0 ? 1 : 0);
 }
 
 std::vector<ShmCommunicator::Addresses> ShmCommunicator::exchange_addresses(
@@ -224,27 +224,6 @@ void ShmCommunicator::yield_to_priority(Deadline until) const {
   }
 }
 
-template <class Fill, class Drain>
-void ShmCommunicator::run_chunks(Op op, const OpDescriptor& mine, size_t count, size_t chunk,
-                                 Fill&& fill, Drain&& drain) {
-  const char* name = op_name(op_code(op));
-  const Deadline until = deadline();
-  const size_t rounds = std::max<size_t>(rounds_for(count, chunk), 1);
-  for (size_t round = 0; round < rounds; ++round) {
-    if (round > 0) yield_to_priority(until);
-    const size_t offset = round * chunk;
-    const size_t n = count == 0 ? 0 : std::min(chunk, count - offset);
-    if (n > 0) fill(offset, n);
-    if (round == 0) {
-      open_round(mine, name, until);
-    } else {
-      meet(name, until);
-    }
-    if (n > 0) drain(offset, n);
-    close_round();
-  }
-}
-
 void ShmCommunicator::stage_blocks(const char* source, size_t count, size_t offset, size_t n,
                                    size_t chunk, size_t element) {
   for (int r = 0; r < size_; ++r) {
@@ -260,42 +239,31 @@ void ShmCommunicator::barrier() {
       Op::kBarrier, mine, 0, 1, [](size_t, size_t) {}, [](size_t, size_t) {});
 }
 
-void ShmCommunicator::allreduce(const domino_buffer_t& send, const domino_buffer_t& recv,
-                                domino_redop_t op) {
-  reduce_to(send, recv, op, -1, Op::kAllReduce);
-}
-
-void ShmCommunicator::reduce(const domino_buffer_t& send, const domino_buffer_t& recv,
-                             domino_redop_t op, int root) {
-  check_root("reduce", root);
-  reduce_to(send, recv, op, root, Op::kReduce);
-}
-
-void ShmCommunicator::reduce_to(const domino_buffer_t& send, const domino_buffer_t& recv,
-                                domino_redop_t op, int root, Op kind, Path path) {
+OpDescriptor ShmCommunicator::start_reduce(Op kind, const domino_call_t& call, int root) {
+  const domino_buffer_t& send = *call.send;
+  const domino_buffer_t& recv = *call.recv;
   const char* name = op_name(op_code(kind));
-  const std::string unsupported = reduction_unsupported_reason(send.dtype, op);
+  const std::string unsupported = reduction_unsupported_reason(send.dtype, call.redop);
   if (!unsupported.empty()) invalid(std::string(name) + " on " + group_label_ + ": " + unsupported);
   const bool receives = root < 0 || root == rank_;
   if (receives && (send.count != recv.count || send.dtype != recv.dtype)) {
     invalid(std::string(name) + " on " + group_label_ + ": input has " +
             std::to_string(send.count) + " elements but output has " + std::to_string(recv.count));
   }
+  return describe_call(kind, send, call.redop, root, send.count);
+}
+
+void ShmCommunicator::reduce_rounds(Op kind, const OpDescriptor& mine, const domino_call_t& call,
+                                    int root, size_t whole_bytes) {
+  const domino_buffer_t& send = *call.send;
+  const domino_redop_t op = call.redop;
+  const char* name = op_name(op_code(kind));
+  const bool receives = root < 0 || root == rank_;
   const size_t element = dtype_size(send.dtype);
   const size_t count = send.count;
   const auto* in = static_cast<const char*>(send.ptr);
-  auto* out = static_cast<char*>(recv.ptr);
-  const OpDescriptor mine = describe_call(kind, send, op, root, count);
-
-  if (root < 0 && (path == Path::kSingleCopy ||
-                   (path == Path::kOwn && single_copy_pays(Op::kAllReduce, count * element)))) {
-    allreduce_single_copy(send, recv, op, mine);
-    return;
-  }
-  const size_t direct_bytes = path == Path::kDirect ? slot_bytes_
-                              : path == Path::kRsag ? 0
-                                                    : small_message_bytes_;
-  if (count * element <= std::min(direct_bytes, slot_bytes_)) {
+  auto* out = static_cast<char*>(call.recv->ptr);
+  if (count * element <= std::min(whole_bytes, slot_bytes_)) {
     run_chunks(
         kind, mine, count, std::max<size_t>(count, 1),
         [&](size_t, size_t) { std::memcpy(slot(rank_), in, count * element); },
@@ -366,25 +334,15 @@ void ShmCommunicator::broadcast(const domino_buffer_t& buffer, int root) {
       });
 }
 
-void ShmCommunicator::allgather(const domino_buffer_t& send, const domino_buffer_t& recv) {
-  allgather_by(send, recv, Path::kOwn);
-}
-
-void ShmCommunicator::allgather_by(const domino_buffer_t& send, const domino_buffer_t& recv,
-                                   Path path) {
+OpDescriptor ShmCommunicator::start_allgather(const domino_call_t& call) {
+  const domino_buffer_t& send = *call.send;
+  const domino_buffer_t& recv = *call.recv;
   if (recv.count != send.count * static_cast<size_t>(size_) || recv.dtype != send.dtype) {
     invalid("allgather on " + group_label_ + ": output has " + std::to_string(recv.count) +
             " elements but needs input (" + std::to_string(send.count) + ") x " +
             std::to_string(size_) + " ranks");
   }
-  const OpDescriptor mine = describe_call(Op::kAllGather, send, DOMINO_SUM, -1, send.count);
-  if (path == Path::kSingleCopy ||
-      (path == Path::kOwn &&
-       single_copy_pays(Op::kAllGather, recv.count * dtype_size(send.dtype)))) {
-    allgather_single_copy(send, recv, mine);
-    return;
-  }
-  collect(Op::kAllGather, mine, send, recv, -1);
+  return describe_call(Op::kAllGather, send, DOMINO_SUM, -1, send.count);
 }
 
 void ShmCommunicator::collect(Op op, const OpDescriptor& mine, const domino_buffer_t& send,
@@ -407,31 +365,27 @@ void ShmCommunicator::collect(Op op, const OpDescriptor& mine, const domino_buff
       });
 }
 
-void ShmCommunicator::reduce_scatter(const domino_buffer_t& send, const domino_buffer_t& recv,
-                                     domino_redop_t op) {
-  reduce_scatter_by(send, recv, op, Path::kOwn);
-}
-
-void ShmCommunicator::reduce_scatter_by(const domino_buffer_t& send, const domino_buffer_t& recv,
-                                        domino_redop_t op, Path path) {
-  const std::string unsupported = reduction_unsupported_reason(send.dtype, op);
+OpDescriptor ShmCommunicator::start_reduce_scatter(const domino_call_t& call) {
+  const domino_buffer_t& send = *call.send;
+  const domino_buffer_t& recv = *call.recv;
+  const std::string unsupported = reduction_unsupported_reason(send.dtype, call.redop);
   if (!unsupported.empty()) invalid("reduce_scatter on " + group_label_ + ": " + unsupported);
   if (send.count != recv.count * static_cast<size_t>(size_) || recv.dtype != send.dtype) {
     invalid("reduce_scatter on " + group_label_ + ": input has " + std::to_string(send.count) +
             " elements but needs output (" + std::to_string(recv.count) + ") x " +
             std::to_string(size_) + " ranks");
   }
+  return describe_call(Op::kReduceScatter, send, call.redop, -1, recv.count);
+}
+
+void ShmCommunicator::reduce_scatter_rounds(const OpDescriptor& mine, const domino_call_t& call) {
+  const domino_buffer_t& send = *call.send;
+  const domino_redop_t op = call.redop;
   const size_t element = dtype_size(send.dtype);
-  const size_t count = recv.count;  // per rank
+  const size_t count = call.recv->count;  // per rank
   const auto* in = static_cast<const char*>(send.ptr);
-  auto* out = static_cast<char*>(recv.ptr);
+  auto* out = static_cast<char*>(call.recv->ptr);
   const size_t chunk = slot_bytes_ / element / static_cast<size_t>(size_);
-  const OpDescriptor mine = describe_call(Op::kReduceScatter, send, op, -1, count);
-  if (path == Path::kSingleCopy ||
-      (path == Path::kOwn && single_copy_pays(Op::kReduceScatter, send.count * element))) {
-    reduce_scatter_single_copy(send, recv, op, mine);
-    return;
-  }
   run_chunks(
       Op::kReduceScatter, mine, count, chunk,
       [&](size_t offset, size_t n) { stage_blocks(in, count, offset, n, chunk, element); },
@@ -482,9 +436,13 @@ void ShmCommunicator::scatter(const domino_buffer_t& send, const domino_buffer_t
       });
 }
 
-void ShmCommunicator::alltoall(const domino_buffer_t& send, const uint64_t* send_counts,
-                               const uint64_t* send_offsets, const domino_buffer_t& recv,
-                               const uint64_t* recv_counts, const uint64_t* recv_offsets) {
+void ShmCommunicator::alltoall(const domino_call_t& call) {
+  const domino_buffer_t& send = *call.send;
+  const domino_buffer_t& recv = *call.recv;
+  const uint64_t* send_counts = call.send_counts;
+  const uint64_t* send_offsets = call.send_offsets;
+  const uint64_t* recv_counts = call.recv_counts;
+  const uint64_t* recv_offsets = call.recv_offsets;
   const size_t element = dtype_size(send.dtype);
   const auto p = static_cast<size_t>(size_);
   if (2 * p * sizeof(uint64_t) > slot_bytes_)

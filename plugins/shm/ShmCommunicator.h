@@ -3,11 +3,14 @@
 //
 // Collectives run in rounds. Each rank owns two payload slots, used by round parity, so a round
 // needs no closing barrier. The first round of every op compares all ranks' descriptors.
-// All-reduce and reduce: small messages are reduced whole by every rank; large ones go in chunks
-// of one slot, each rank reducing its own slice of all slots (reduce-scatter) before everyone
-// copies every slice out (all-gather).
+// How a call runs is one of the paths registered in the algorithm table (ShmAlgorithms.h), each
+// from its own file: all-reduce "direct" (small messages reduced whole by every rank), "rsag"
+// (chunks of one slot, each rank reducing its own slice of all slots before everyone copies
+// every slice out) or "single_copy" (from the peers' memory); "segment" for every op through the
+// slots; all-gather and reduce-scatter "single_copy" too.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -21,8 +24,16 @@
 #include "SharedSegment.h"
 #include "domino/plugin.h"
 #include "topology/Collectives.h"
+#include "topology/CostModel.h"
 
 namespace domino::shm {
+
+class ShmCommunicator;
+
+// A registered path's body (ShmAlgorithms.h): each path's file specializes it for a tag type of
+// its own. It runs on the communicator's rounds, so it sees the communicator's insides.
+template <class Path>
+void run_path(ShmCommunicator& comm, const domino_call_t& call);
 
 class ShmCommunicator {
  public:
@@ -34,24 +45,12 @@ class ShmCommunicator {
   }
   explicit ShmCommunicator(const domino_comm_config_t& config);
 
-  void allreduce(const domino_buffer_t& send, const domino_buffer_t& recv, domino_redop_t op);
-  void reduce(const domino_buffer_t& send, const domino_buffer_t& recv, domino_redop_t op,
-              int root);
-  void broadcast(const domino_buffer_t& buffer, int root);
-  void allgather(const domino_buffer_t& send, const domino_buffer_t& recv);
-  void reduce_scatter(const domino_buffer_t& send, const domino_buffer_t& recv, domino_redop_t op);
-  void gather(const domino_buffer_t& send, const domino_buffer_t& recv, int root);
-  void scatter(const domino_buffer_t& send, const domino_buffer_t& recv, int root);
-  void alltoall(const domino_buffer_t& send, const uint64_t* send_counts,
-                const uint64_t* send_offsets, const domino_buffer_t& recv,
-                const uint64_t* recv_counts, const uint64_t* recv_offsets);
-  void barrier();
-  // The router's choice of how to run a call (ABI collective_with), by the algorithm table's
-  // names for shared memory (topology/ShmCosts.h): all_reduce "direct", "rsag" or "single_copy";
-  // all_gather and reduce_scatter "segment" or "single_copy"; every other op "segment". A name
+  // Runs call by the path named `algorithm` (the router's choice, ABI collective_with) among
+  // those registered for its op (ShmAlgorithms.h; their names are topology/ShmCosts.h's);
+  // nullptr: by the table's cheapest path for the call (the plugin ABI's per-op entries). A name
   // the op lacks here, or "single_copy" where the group cannot read its peers' memory, is
   // refused (UNSUPPORTED) before any message.
-  void collective(const domino_call_t& call, const char* algorithm);
+  void collective(const domino_call_t& call, const char* algorithm = nullptr);
   void send(const domino_buffer_t& buffer, int peer, int32_t tag);
   int recv(const domino_buffer_t& buffer, int peer, int32_t tag);
   // The plugin ABI's links: the backend runs its shared algorithms over them, for an in-host
@@ -71,10 +70,14 @@ class ShmCommunicator {
   bool single_copy() const { return single_copy_; }
 
  private:
+  template <class Path>
+  friend void run_path(ShmCommunicator& comm, const domino_call_t& call);
   using Op = topology::Collective;
   // An op as a round descriptor carries it (0: none published).
   static uint32_t op_code(Op op) { return static_cast<uint32_t>(op) + 1; }
   static const char* op_name(uint32_t code);
+  // Throws UNSUPPORTED: "shm <op> on <group> <why>", before any message.
+  [[noreturn]] void refuse(Op op, const std::string& why) const;
 
   // One collective over `count` elements, a round per `chunk`: fill(offset, n) writes this
   // rank's slot, drain(offset, n) reads the others'. At least one round runs, so descriptors
@@ -82,6 +85,8 @@ class ShmCommunicator {
   template <class Fill, class Drain>
   void run_chunks(Op op, const OpDescriptor& mine, size_t count, size_t chunk, Fill&& fill,
                   Drain&& drain);
+  // Rounds of per_round elements that carry count of them.
+  static size_t rounds_for(size_t count, size_t per_round);
   // Every rank's send, rank-major, into recv of root (or of every rank when root < 0).
   void collect(Op op, const OpDescriptor& mine, const domino_buffer_t& send,
                const domino_buffer_t& recv, int root);
@@ -89,16 +94,24 @@ class ShmCommunicator {
   // this rank's slot, block r at r * chunk; not this rank's own block, which it reads in place.
   void stage_blocks(const char* source, size_t count, size_t offset, size_t n, size_t chunk,
                     size_t element);
-  // How an all-reduce, all-gather or reduce-scatter runs: the transport's own choice by size
-  // (the plugin ABI's entries), or the router's (collective()). kDirect: every rank reduces the
-  // whole message, where it fits a slot; kRsag: each rank reduces its slice of every chunk;
-  // kSegment: through the slots; kSingleCopy: from the peers' memory.
-  enum class Path { kOwn, kDirect, kRsag, kSegment, kSingleCopy };
-  void reduce_to(const domino_buffer_t& send, const domino_buffer_t& recv, domino_redop_t op,
-                 int root, Op kind, Path path = Path::kOwn);
-  void allgather_by(const domino_buffer_t& send, const domino_buffer_t& recv, Path path);
-  void reduce_scatter_by(const domino_buffer_t& send, const domino_buffer_t& recv,
-                         domino_redop_t op, Path path);
+
+  // The paths' shared steps. start_*: checks the call's buffers and reduction (INVALID naming
+  // the op, before any message) and returns this rank's descriptor.
+  OpDescriptor start_reduce(Op kind, const domino_call_t& call, int root);
+  // An all-reduce (root < 0) or reduce through the slots: a message of at most whole_bytes (and
+  // one slot) reduced whole by every rank in one round, a larger one by slices in rounds.
+  void reduce_rounds(Op kind, const OpDescriptor& mine, const domino_call_t& call, int root,
+                     size_t whole_bytes);
+  OpDescriptor start_allgather(const domino_call_t& call);
+  OpDescriptor start_reduce_scatter(const domino_call_t& call);
+  void reduce_scatter_rounds(const OpDescriptor& mine, const domino_call_t& call);
+  // Through the slots, as the "segment" path registers them (ShmSegment.cpp).
+  void broadcast(const domino_buffer_t& buffer, int root);
+  void gather(const domino_buffer_t& send, const domino_buffer_t& recv, int root);
+  void scatter(const domino_buffer_t& send, const domino_buffer_t& recv, int root);
+  void alltoall(const domino_call_t& call);
+  void barrier();
+
   // A failed link call leaves the group broken, as a failed round does.
   template <class Call>
   void on_links(Call&& call);
@@ -128,9 +141,6 @@ class ShmCommunicator {
   void reduce_scatter_single_copy(const domino_buffer_t& send, const domino_buffer_t& recv,
                                   domino_redop_t op, const OpDescriptor& mine);
   void probe_single_copy(Deadline deadline);
-  // Whether an all-reduce, all-gather or reduce-scatter of `bytes` (the full message) takes the
-  // single-copy path; every rank decides alike.
-  bool single_copy_pays(Op op, size_t bytes) const;
   void open_round(const OpDescriptor& mine, const char* op_name, Deadline deadline);
   void meet(const char* op_name, Deadline deadline);
   // Between chunks: lets a higher-priority operation of this process go first.
@@ -148,7 +158,6 @@ class ShmCommunicator {
   int size_;
   std::string group_label_;
   std::atomic<std::chrono::milliseconds> timeout_;
-  size_t small_message_bytes_;
   SharedSegment segment_;
   SegmentHeader* header_ = nullptr;
   size_t slot_bytes_ = 0;
@@ -161,10 +170,35 @@ class ShmCommunicator {
   std::string broken_reason_;
   std::vector<const void*> inputs_;
   bool single_copy_ = false;
+  // What a call handed no name is priced with (ShmAlgorithms.h's shm_own_cost): this host's
+  // CPUs and the probe's verdict. config.small_message_bytes is not read: the regimes are
+  // topology/ShmCosts.h's.
+  topology::TransportCost own_cost_;
   uint64_t probe_word_ = 0;
   std::vector<std::vector<char>> peer_chunks_;  // per peer: one chunk read from it, then reduced
   int (*should_pause_)(void*) = nullptr;
   void* pause_context_ = nullptr;
 };
+
+template <class Fill, class Drain>
+void ShmCommunicator::run_chunks(Op op, const OpDescriptor& mine, size_t count, size_t chunk,
+                                 Fill&& fill, Drain&& drain) {
+  const char* name = op_name(op_code(op));
+  const Deadline until = deadline();
+  const size_t rounds = std::max<size_t>(rounds_for(count, chunk), 1);
+  for (size_t round = 0; round < rounds; ++round) {
+    if (round > 0) yield_to_priority(until);
+    const size_t offset = round * chunk;
+    const size_t n = count == 0 ? 0 : std::min(chunk, count - offset);
+    if (n > 0) fill(offset, n);
+    if (round == 0) {
+      open_round(mine, name, until);
+    } else {
+      meet(name, until);
+    }
+    if (n > 0) drain(offset, n);
+    close_round();
+  }
+}
 
 }  // namespace domino::shm

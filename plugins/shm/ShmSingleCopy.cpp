@@ -1,7 +1,7 @@
-// The shared-memory transport's single-copy path: ranks copy straight between each other's
-// buffers with cross-memory attach (CrossMemory.h) instead of through the segment, for the
-// sizes where that pays; the set-up probe, the address exchange and the three collectives that
-// use it.
+// The shared-memory transport's "single_copy" path: ranks copy straight between each other's
+// buffers with cross-memory attach (CrossMemory.h) instead of through the segment; the set-up
+// probe, the address exchange and the three collectives that use it, registered with their costs
+// (topology/ShmCosts.h says for which sizes it pays).
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,31 +10,21 @@
 #include <thread>
 
 #include "CrossMemory.h"
+#include "ShmAlgorithms.h"
 #include "ShmCommunicator.h"
 #include "Slices.h"
 #include "plugins/common/Dtype.h"
 #include "plugins/common/Reduction.h"
 #include "plugins/common/TransportError.h"
+#include "topology/ShmCosts.h"
 
 namespace domino::shm {
 
 namespace {
-// Above these sizes direct single-copy reads beat copying through the segment; below, the
-// system-call cost per read dominates (measured with python -m torch_domino.bench).
-constexpr size_t kSingleCopyAllreduceBytes = 1ull << 20;
-// Above this an all-reduce's buffers outgrow the caches and memory traffic decides: direct
-// reads (results pushed to the peers) move 2.5 bytes through memory per byte reduced, the
-// segment path 2 (world 2: even at 64 MiB; 128 MiB 4.7 vs 5.2 GB/s, 256 MiB 4.4 vs 5.0).
-constexpr size_t kSingleCopyAllreduceMaxBytes = 64ull << 20;
-constexpr size_t kSingleCopyBytes = 64ull << 10;
-// With more ranks than cores, an all-gather whose pieces are pushed straight into the peers
-// still beats the segment between these sizes (world 4 on 2 cores: 14-22% faster from 1 to
-// 8 MiB); below, the system calls cost more, above, the four processes' memory traffic.
-constexpr size_t kOversubscribedAllgatherMinBytes = 256ull << 10;
-constexpr size_t kOversubscribedAllgatherMaxBytes = 16ull << 20;
 // How long a rank leaving a collective on an error waits for peers to stop writing into it;
 // they check between pieces of at most one slot, so this only runs out on a stopped process.
 constexpr auto kSettleLimit = std::chrono::seconds(10);
+constexpr const char* kCannotRead = "cannot read its peers' memory (single_copy)";
 
 }  // namespace
 
@@ -57,26 +47,6 @@ void ShmCommunicator::probe_single_copy(Deadline until) {
   single_copy_ = true;
   for (int r = 0; r < size_; ++r) single_copy_ = single_copy_ && controls[r].can_reach_peer != 0;
   peer_chunks_.assign(static_cast<size_t>(size_), std::vector<char>());
-}
-
-bool ShmCommunicator::single_copy_pays(Op op, size_t bytes) const {
-  if (!single_copy_) return false;
-  // When ranks outnumber cores the rounds through the segment measured faster (bench, world 4
-  // on 2 cores), except for mid-sized all-gathers.
-  const bool fits_cores = spinning_pays(size_);
-  switch (op) {
-    case Op::kAllReduce:
-      return fits_cores && bytes > kSingleCopyAllreduceBytes &&
-             bytes <= kSingleCopyAllreduceMaxBytes;
-    case Op::kAllGather:
-      return fits_cores ? bytes > kSingleCopyBytes
-                        : bytes > kOversubscribedAllgatherMinBytes &&
-                              bytes <= kOversubscribedAllgatherMaxBytes;
-    case Op::kReduceScatter:
-      return fits_cores && bytes > kSingleCopyBytes;
-    default:
-      return false;
-  }
 }
 
 void ShmCommunicator::read_peer(int peer, void* local, uint64_t remote, size_t bytes,
@@ -237,5 +207,52 @@ void ShmCommunicator::reduce_scatter_single_copy(const domino_buffer_t& send,
   }
   meet("reduce_scatter", until);
 }
+
+namespace {
+using topology::Collective;
+template <Collective>
+struct SingleCopy;
+}  // namespace
+
+// Every rank's probe found the same (probe_single_copy), so every rank refuses alike.
+template <>
+void run_path<SingleCopy<Collective::kAllReduce>>(ShmCommunicator& comm,
+                                                  const domino_call_t& call) {
+  if (!comm.single_copy_) comm.refuse(Collective::kAllReduce, kCannotRead);
+  const OpDescriptor mine = comm.start_reduce(Collective::kAllReduce, call, -1);
+  comm.allreduce_single_copy(*call.send, *call.recv, call.redop, mine);
+}
+
+template <>
+void run_path<SingleCopy<Collective::kAllGather>>(ShmCommunicator& comm,
+                                                  const domino_call_t& call) {
+  if (!comm.single_copy_) comm.refuse(Collective::kAllGather, kCannotRead);
+  comm.allgather_single_copy(*call.send, *call.recv, comm.start_allgather(call));
+}
+
+template <>
+void run_path<SingleCopy<Collective::kReduceScatter>>(ShmCommunicator& comm,
+                                                      const domino_call_t& call) {
+  if (!comm.single_copy_) comm.refuse(Collective::kReduceScatter, kCannotRead);
+  const OpDescriptor mine = comm.start_reduce_scatter(call);
+  comm.reduce_scatter_single_copy(*call.send, *call.recv, call.redop, mine);
+}
+
+namespace {
+template <Collective op>
+bool add(topology::Seconds seconds) {
+  return register_shm_algorithm({"single_copy",
+                                 "read straight from the peers' memory (process_vm_readv)",
+                                 {topology::collective_name(op)},
+                                 topology::AlgorithmHome::kShm,
+                                 seconds,
+                                 topology::shm_single_copy_runs},
+                                run_path<SingleCopy<op>>);
+}
+const bool registered =
+    add<Collective::kAllReduce>(topology::shm_single_copy_allreduce_seconds) &&
+    add<Collective::kAllGather>(topology::shm_single_copy_allgather_seconds) &&
+    add<Collective::kReduceScatter>(topology::shm_single_copy_reduce_scatter_seconds);
+}  // namespace
 
 }  // namespace domino::shm

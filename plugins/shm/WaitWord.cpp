@@ -19,9 +19,13 @@ void futex_wake_all(std::atomic<uint32_t>* word) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
 }
 
-bool spinning_pays(int ranks) {
+unsigned host_cores() {
   static const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  return static_cast<unsigned>(ranks) <= cores;
+  return cores;
+}
+
+bool spinning_pays(int ranks) {
+  return static_cast<unsigned>(ranks) <= host_cores();
 }
 
 }  // namespace domino::shm

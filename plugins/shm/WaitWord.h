@@ -35,6 +35,8 @@ inline void cpu_relax() {
 #endif
 }
 
+// This machine's cores (at least 1).
+unsigned host_cores();
 // True when `ranks` busy processes fit on this machine's cores, so spinning is worth it.
 bool spinning_pays(int ranks);
 

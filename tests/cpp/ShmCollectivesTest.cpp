@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "plugins/common/TransportError.h"
+#include "support/CheckedComm.h"
 #include "support/CollectiveChecks.h"
 #include "support/ShmGroup.h"
 
@@ -27,7 +28,10 @@ TEST_P(ShmCollectives, EveryOpMatchesALocalReference) {
   testing::ShmGroup group;
   const auto outcomes = group.run(
       size, 60000,
-      [&](int rank, ShmCommunicator& comm) { return run_all_collectives(rank, size, comm); },
+      [&](int rank, ShmCommunicator& comm) {
+        testing::CheckedComm checked{comm};
+        return run_all_collectives(rank, size, checked);
+      },
       kSmallWorkspace);
   for (int r = 0; r < size; ++r) {
     EXPECT_EQ(outcomes[r].exit_code, 0) << "rank " << r << ": " << outcomes[r].message;
@@ -47,7 +51,8 @@ TEST(ShmCollectives, AlltoallSplitDisagreementIsReportedOnEveryRank) {
       ro = {0, 1};
     }
     try {
-      comm.alltoall(buf(in), sc.data(), so.data(), buf(out), rc.data(), ro.data());
+      testing::CheckedComm{comm}.alltoall(buf(in), sc.data(), so.data(), buf(out), rc.data(),
+                                          ro.data());
     } catch (const TransportError& e) {
       return std::string(e.what());
     }

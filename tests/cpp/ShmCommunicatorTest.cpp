@@ -6,7 +6,9 @@
 #include <vector>
 
 #include "plugins/common/TransportError.h"
+#include "plugins/shm/ShmAlgorithms.h"
 #include "plugins/shm/ShmCommunicator.h"
+#include "support/CheckedComm.h"
 #include "support/ShmGroup.h"
 
 namespace domino::shm {
@@ -20,7 +22,7 @@ std::string check_sum(int rank, int size, ShmCommunicator& comm, size_t count, b
     in[i] = static_cast<float>((rank + 1) * static_cast<int>(i % 7));
   domino_buffer_t send{in.data(), count, DOMINO_FLOAT32, -1};
   domino_buffer_t recv{in_place ? in.data() : out.data(), count, DOMINO_FLOAT32, -1};
-  comm.allreduce(send, recv, DOMINO_SUM);
+  testing::CheckedComm{comm}.allreduce(send, recv, DOMINO_SUM);
   const auto* result = static_cast<const float*>(recv.ptr);
   const float ranks_sum = static_cast<float>(size * (size + 1) / 2);
   for (size_t i = 0; i < count; ++i) {
@@ -47,7 +49,7 @@ TEST_P(ShmAllreduce, SmallAndChunkedSumsAreExact) {
         if (!error.empty()) return error;
       }
     }
-    comm.barrier();
+    testing::CheckedComm{comm}.barrier();
     return std::string();
   });
   for (int r = 0; r < size; ++r)
@@ -63,7 +65,7 @@ TEST(ShmCommunicator, MismatchedSizesFailOnEveryRankAndTheGroupStaysUsable) {
     domino_buffer_t buffer{data.data(), data.size(), DOMINO_FLOAT32, -1};
     std::string said = "no error";
     try {
-      comm.allreduce(buffer, buffer, DOMINO_SUM);
+      testing::CheckedComm{comm}.allreduce(buffer, buffer, DOMINO_SUM);
     } catch (const TransportError& e) {
       said = std::to_string(e.status()) + ": " + e.what();
     }
@@ -90,7 +92,7 @@ TEST(ShmCommunicator, ARankThatNeverArrivesIsNamedAtTheTimeout) {
     std::vector<float> data(16, 1.0f);
     domino_buffer_t buffer{data.data(), data.size(), DOMINO_FLOAT32, -1};
     try {
-      comm.allreduce(buffer, buffer, DOMINO_SUM);
+      testing::CheckedComm{comm}.allreduce(buffer, buffer, DOMINO_SUM);
     } catch (const TransportError& e) {
       return std::to_string(e.status()) + ": " + e.what();
     }
@@ -129,7 +131,7 @@ TEST(ShmCommunicator, NoPeerWritesIntoARankAfterItLeftOnAnError) {
         if (rank == 1) g_stall_next_pause = true;
         std::string error;
         try {
-          comm.allreduce(buffer, buffer, DOMINO_SUM);
+          testing::CheckedComm{comm}.allreduce(buffer, buffer, DOMINO_SUM);
         } catch (const TransportError& e) {
           error = e.what();
         }
@@ -160,7 +162,7 @@ TEST(ShmCommunicator, ADeadRankIsDetectedLongBeforeTheTimeout) {
     std::vector<float> data(1 << 20, 1.0f);
     domino_buffer_t buffer{data.data(), data.size(), DOMINO_FLOAT32, -1};
     try {
-      comm.allreduce(buffer, buffer, DOMINO_SUM);
+      testing::CheckedComm{comm}.allreduce(buffer, buffer, DOMINO_SUM);
     } catch (const TransportError& e) {
       return std::to_string(e.status()) + ": " + e.what();
     }

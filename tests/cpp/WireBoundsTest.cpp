@@ -20,6 +20,7 @@
 #include "plugins/shm/PointToPoint.h"
 #include "plugins/shm/SegmentLinks.h"
 #include "plugins/shm/SharedSegment.h"
+#include "support/CheckedComm.h"
 #include "support/FileBootstrap.h"
 #include "support/LocalSegment.h"
 #include "support/ShmGroup.h"
@@ -297,7 +298,8 @@ TEST(WireBounds, AnAlltoallSplitWhoseOffsetPlusCountWrapsIsRefused) {
     const domino_buffer_t recv{out.data(), out.size(), DOMINO_FLOAT32, -1};
     const uint64_t counts[1] = {~uint64_t{0}};  // at offset 1: 1 + count wraps to 0 <= 4
     const uint64_t offsets[1] = {1};
-    return transport_error([&] { comm.alltoall(send, counts, offsets, recv, counts, offsets); });
+    return transport_error(
+        [&] { testing::CheckedComm{comm}.alltoall(send, counts, offsets, recv, counts, offsets); });
   });
   ASSERT_EQ(outcomes.size(), 1u);
   EXPECT_EQ(outcomes[0].exit_code, 0) << outcomes[0].message;
