@@ -254,17 +254,6 @@ void Communicator::over_links(const domino_call_t& call, std::string_view algori
   algorithms::run_algorithm(l, chosen, call);
 }
 
-domino_call_t make_call(topology::Collective op, const domino_buffer_t& send, domino_buffer_t& recv,
-                        domino_redop_t redop, int root) {
-  domino_call_t call{};
-  call.op = static_cast<uint32_t>(op);
-  call.send = &send;
-  call.recv = &recv;
-  call.redop = redop;
-  call.root = static_cast<int32_t>(root);
-  return call;
-}
-
 void Communicator::collective(const domino_call_t& call, const std::string& algorithm) {
   if (call.op >= topology::kCollectiveCount) {
     throw TransportError(DOMINO_ERR_INVALID, "no collective has op code " +
