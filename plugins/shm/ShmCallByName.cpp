@@ -17,8 +17,10 @@ void ShmCommunicator::collective(const domino_call_t& call, const char* algorith
                                                      " on " + group_label_ + " " + why);
   };
   Path path = Path::kSegment;
-  if (name == "single_copy" &&
-      (op == Op::kAllReduce || op == Op::kAllGather || op == Op::kReduceScatter)) {
+  if (name.empty()) {
+    path = Path::kOwn;  // the plugin ABI's per-op entries: the transport's own choice
+  } else if (name == "single_copy" &&
+             (op == Op::kAllReduce || op == Op::kAllGather || op == Op::kReduceScatter)) {
     // Every rank's probe found the same, so every rank refuses alike.
     if (!single_copy_) refuse("cannot read its peers' memory (single_copy)");
     path = Path::kSingleCopy;
