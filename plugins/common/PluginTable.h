@@ -1,10 +1,12 @@
 // The plugin ABI table for a communicator class: each entry turns the C call into a method call
-// and any TransportError into a status code and message. Built-in transports use it; an
-// external plugin may too, or write its table by hand.
+// and any TransportError into a status code and message. Every collective entry, per op or
+// named, becomes one collective(call, algorithm) call. Built-in transports use it; an external
+// plugin may too, or write its table by hand.
 #pragma once
 
 #include <chrono>
 
+#include "CallDescriptor.h"
 #include "TransportError.h"
 #include "TransportSurface.h"
 #include "domino/plugin.h"
@@ -14,6 +16,7 @@ namespace domino {
 // domino_comm_t stays opaque: it is always an Impl in disguise.
 template <TransportCommunicator Impl>
 struct PluginTable {
+  using Collective = topology::Collective;
   static Impl& self(domino_comm_t* c) { return *reinterpret_cast<Impl*>(c); }
 
   static int create(const domino_comm_config_t* config, domino_comm_t** comm, char* err, size_t n) {
@@ -22,50 +25,55 @@ struct PluginTable {
   static void destroy(domino_comm_t* comm) { delete reinterpret_cast<Impl*>(comm); }
   static int allreduce(domino_comm_t* c, const domino_buffer_t* send, domino_buffer_t* recv,
                        domino_redop_t op, char* err, size_t n) {
-    return guard_abi(err, n, [&] { self(c).allreduce(*send, *recv, op); });
+    return run(c, make_call(Collective::kAllReduce, *send, *recv, op), nullptr, err, n);
   }
   static int allreduce_with(domino_comm_t* c, const domino_buffer_t* send, domino_buffer_t* recv,
                             domino_redop_t op, const char* algorithm, char* err, size_t n) {
-    return guard_abi(err, n, [&] { self(c).allreduce(*send, *recv, op, algorithm); });
+    return run(c, make_call(Collective::kAllReduce, *send, *recv, op), algorithm, err, n);
   }
   static int collective_with(domino_comm_t* c, const domino_call_t* call, const char* algorithm,
                              char* err, size_t n) {
-    return guard_abi(err, n, [&] { self(c).collective(*call, algorithm); });
+    return run(c, *call, algorithm, err, n);
   }
   static int barrier(domino_comm_t* c, char* err, size_t n) {
-    return guard_abi(err, n, [&] { self(c).barrier(); });
+    domino_buffer_t none{nullptr, 0, DOMINO_UINT8, -1};
+    return run(c, make_call(Collective::kBarrier, none, none), nullptr, err, n);
   }
   static int broadcast(domino_comm_t* c, domino_buffer_t* buffer, int32_t root, char* err,
                        size_t n) {
-    return guard_abi(err, n, [&] { self(c).broadcast(*buffer, root); });
+    return run(c, make_call(Collective::kBroadcast, *buffer, *buffer, DOMINO_SUM, root), nullptr,
+               err, n);
   }
   static int reduce(domino_comm_t* c, const domino_buffer_t* send, domino_buffer_t* recv,
                     domino_redop_t op, int32_t root, char* err, size_t n) {
-    return guard_abi(err, n, [&] { self(c).reduce(*send, *recv, op, root); });
+    return run(c, make_call(Collective::kReduce, *send, *recv, op, root), nullptr, err, n);
   }
   static int allgather(domino_comm_t* c, const domino_buffer_t* send, domino_buffer_t* recv,
                        char* err, size_t n) {
-    return guard_abi(err, n, [&] { self(c).allgather(*send, *recv); });
+    return run(c, make_call(Collective::kAllGather, *send, *recv), nullptr, err, n);
   }
   static int reduce_scatter(domino_comm_t* c, const domino_buffer_t* send, domino_buffer_t* recv,
                             domino_redop_t op, char* err, size_t n) {
-    return guard_abi(err, n, [&] { self(c).reduce_scatter(*send, *recv, op); });
+    return run(c, make_call(Collective::kReduceScatter, *send, *recv, op), nullptr, err, n);
   }
   static int gather(domino_comm_t* c, const domino_buffer_t* send, domino_buffer_t* recv,
                     int32_t root, char* err, size_t n) {
-    return guard_abi(err, n, [&] { self(c).gather(*send, *recv, root); });
+    return run(c, make_call(Collective::kGather, *send, *recv, DOMINO_SUM, root), nullptr, err, n);
   }
   static int scatter(domino_comm_t* c, const domino_buffer_t* send, domino_buffer_t* recv,
                      int32_t root, char* err, size_t n) {
-    return guard_abi(err, n, [&] { self(c).scatter(*send, *recv, root); });
+    return run(c, make_call(Collective::kScatter, *send, *recv, DOMINO_SUM, root), nullptr, err, n);
   }
   static int alltoall(domino_comm_t* c, const domino_buffer_t* send, const uint64_t* send_counts,
                       const uint64_t* send_offsets, domino_buffer_t* recv,
                       const uint64_t* recv_counts, const uint64_t* recv_offsets, char* err,
                       size_t n) {
-    return guard_abi(err, n, [&] {
-      self(c).alltoall(*send, send_counts, send_offsets, *recv, recv_counts, recv_offsets);
-    });
+    domino_call_t call = make_call(Collective::kAllToAll, *send, *recv);
+    call.send_counts = send_counts;
+    call.send_offsets = send_offsets;
+    call.recv_counts = recv_counts;
+    call.recv_offsets = recv_offsets;
+    return run(c, call, nullptr, err, n);
   }
   static int send(domino_comm_t* c, const domino_buffer_t* buffer, int32_t peer, int32_t tag,
                   char* err, size_t n) {
@@ -124,12 +132,18 @@ struct PluginTable {
             link_send_entry(),
             link_recv_entry(),
             link_wait_entry(),
-            named_allreduce(),
+            named_allreduce_entry(),
             nullptr,
-            named_collective()};
+            collective_with};
   }
 
  private:
+  // Every collective entry describes its call and hands it to the one collective method: the
+  // per-op entries with no name (the transport's own choice), the named ones with the router's.
+  static int run(domino_comm_t* c, const domino_call_t& call, const char* algorithm, char* err,
+                 size_t n) {
+    return guard_abi(err, n, [&] { self(c).collective(call, algorithm); });
+  }
   static constexpr bool kHasLinks = requires(Impl & impl, void* data) {
     impl.link_send(static_cast<const void*>(data), size_t{0}, 0);
     impl.link_recv(data, size_t{0}, 0);
@@ -161,6 +175,17 @@ struct PluginTable {
       return static_cast<Entry>(nullptr);
     }
   }
+  // allreduce_with (ABI 6) is how a backend older than collective_with hands an all-reduce's
+  // name to a transport without links; one with links gets the name run over them instead, so
+  // the entry would only add a refusal there.
+  static constexpr auto named_allreduce_entry() {
+    using Entry = decltype(domino_plugin_t::allreduce_with);
+    if constexpr (kHasLinks) {
+      return static_cast<Entry>(nullptr);
+    } else {
+      return static_cast<Entry>(allreduce_with);
+    }
+  }
   // Impls that can end what is in flight from another thread (abort(), shrink with abort).
   static constexpr auto abort_entry() {
     using Entry = decltype(domino_plugin_t::comm_abort);
@@ -172,28 +197,6 @@ struct PluginTable {
         } catch (...) {
         }
       });
-    } else {
-      return static_cast<Entry>(nullptr);
-    }
-  }
-  // Impls that run any collective by the router's choice of algorithm, by name.
-  static constexpr auto named_collective() {
-    using Entry = decltype(domino_plugin_t::collective_with);
-    if constexpr (requires(Impl & impl, const domino_call_t& call) {
-                    impl.collective(call, static_cast<const char*>(nullptr));
-                  }) {
-      return static_cast<Entry>(collective_with);
-    } else {
-      return static_cast<Entry>(nullptr);
-    }
-  }
-  // Impls whose all-reduce takes the router's choice by name (the shared algorithms).
-  static constexpr auto named_allreduce() {
-    using Entry = decltype(domino_plugin_t::allreduce_with);
-    if constexpr (requires(Impl & impl, const domino_buffer_t& b, domino_buffer_t& r) {
-                    impl.allreduce(b, r, DOMINO_SUM, static_cast<const char*>(nullptr));
-                  }) {
-      return static_cast<Entry>(allreduce_with);
     } else {
       return static_cast<Entry>(nullptr);
     }
