@@ -340,9 +340,8 @@ void UcxCommunicator::collective(const domino_call_t& call, const char* algorith
                          std::string("ucx ") + topology::entry_name(op) + " on group '" + group_ +
                              "' has no algorithm '" + std::string(handed_down) + "'");
   }
-  size_t bytes = 0;
   if (op == Collective::kAllReduce) {
-    bytes = call.recv->count * dtype_size(call.recv->dtype);
+    const size_t bytes = call.recv->count * dtype_size(call.recv->dtype);
     if (call.send->ptr != call.recv->ptr && bytes > 0)
       std::memcpy(call.recv->ptr, call.send->ptr, bytes);
     if (size_ == 1) return;  // AVG over one rank is the value itself
@@ -353,8 +352,8 @@ void UcxCommunicator::collective(const domino_call_t& call, const char* algorith
                                                                : call.send->dtype;
   const int redop = topology::reduces(op) ? static_cast<int>(call.redop) : 0;
   const int root = topology::rooted(op) ? call.root : 0;
-  const std::string chosen(algorithms::resolve_algorithm(op, handed_down, algorithm_, bytes, size_,
-                                                         small_message_bytes_));
+  const std::string chosen(
+      algorithms::resolve_algorithm(call, handed_down, algorithm_, size_, small_message_bytes_));
   const Call started = start_collective(op, chosen.c_str(), dtype, redop, root);
   Links links(*this, started);
   algorithms::run_algorithm(links, chosen, call);
