@@ -1,6 +1,6 @@
 // Which algorithm runs over PeerLinks for a call: the name the router handed down with it; else,
 // for an all-reduce, a name forced through the plugin ABI's `algorithm` field (DOMINO_ALGO) or
-// the size rule; else the op's algorithm in the table.
+// the size rule; else the table's cheapest algorithm for the op.
 #pragma once
 
 #include <cstddef>
@@ -21,11 +21,13 @@ inline constexpr size_t kDefaultSmallMessageBytes = 64 * 1024;
 // `transport` and the names there are, for one no all-reduce over links has.
 std::string parse_allreduce_algorithm(const char* name, const char* transport);
 
-// handed_down; else for an all-reduce forced, else the size rule; else the table's first
-// algorithm over links for op. bytes: the all-reduce's message.
-std::string_view resolve_algorithm(topology::Collective op, std::string_view handed_down,
-                                   std::string_view forced, size_t bytes, int ranks,
-                                   size_t small_message_bytes);
+// handed_down; else for an all-reduce forced, else the size rule at small_message_bytes
+// (topology::auto_links_allreduce, the threshold the router computed for the transport); else
+// the table's cheapest algorithm over links for call's op among `ranks`, sized as the router
+// sizes it, under the router's default cost between hosts (CostModel.h: the transport is told no
+// cost). "" where the table has none for the op.
+std::string_view resolve_algorithm(const domino_call_t& call, std::string_view handed_down,
+                                   std::string_view forced, int ranks, size_t small_message_bytes);
 
 // Whether an algorithm over links named `name` serves op (a body is registered for it).
 bool runs_over_links(topology::Collective op, std::string_view name);

@@ -1,37 +1,23 @@
 // The plugin ABI table for a communicator class: each entry turns the C call into a method call
-// and any TransportError into a status code and message. Built-in transports use it; an
-// external plugin may too, or write its table by hand.
+// and any TransportError into a status code and message. Every collective entry, per op or
+// named, becomes one collective(call, algorithm) call. Built-in transports use it; an external
+// plugin may too, or write its table by hand.
 #pragma once
 
 #include <chrono>
 
+#include "CallDescriptor.h"
 #include "TransportError.h"
 #include "TransportSurface.h"
 #include "domino/plugin.h"
-#include "topology/Collectives.h"
 
 namespace domino {
 
 // domino_comm_t stays opaque: it is always an Impl in disguise.
 template <TransportCommunicator Impl>
 struct PluginTable {
+  using Collective = topology::Collective;
   static Impl& self(domino_comm_t* c) { return *reinterpret_cast<Impl*>(c); }
-  using Op = topology::Collective;
-  static domino_call_t make(Op op, const domino_buffer_t* send, domino_buffer_t* recv,
-                            domino_redop_t redop = DOMINO_SUM, int32_t root = -1) {
-    domino_call_t call{};
-    call.op = static_cast<uint32_t>(op);
-    call.send = send;
-    call.recv = recv;
-    call.redop = redop;
-    call.root = root;
-    return call;
-  }
-  // An op's entry for a transport with only collective(): handed no name, it chooses itself.
-  static void by_call(domino_comm_t* c, Op op, const domino_buffer_t* send, domino_buffer_t* recv,
-                      domino_redop_t redop = DOMINO_SUM, int32_t root = -1) {
-    self(c).collective(make(op, send, recv, redop, root), nullptr);
-  }
 
   static int create(const domino_comm_config_t* config, domino_comm_t** comm, char* err, size_t n) {
     return guard_abi(err, n, [&] { *comm = reinterpret_cast<domino_comm_t*>(new Impl(*config)); });
@@ -39,107 +25,55 @@ struct PluginTable {
   static void destroy(domino_comm_t* comm) { delete reinterpret_cast<Impl*>(comm); }
   static int allreduce(domino_comm_t* c, const domino_buffer_t* send, domino_buffer_t* recv,
                        domino_redop_t op, char* err, size_t n) {
-    return guard_abi(err, n, [&] {
-      if constexpr (PerOpCollectives<Impl>) {
-        self(c).allreduce(*send, *recv, op);
-      } else {
-        by_call(c, Op::kAllReduce, send, recv, op);
-      }
-    });
+    return run(c, make_call(Collective::kAllReduce, *send, *recv, op), nullptr, err, n);
   }
   static int allreduce_with(domino_comm_t* c, const domino_buffer_t* send, domino_buffer_t* recv,
                             domino_redop_t op, const char* algorithm, char* err, size_t n) {
-    return guard_abi(err, n, [&] { self(c).allreduce(*send, *recv, op, algorithm); });
+    return run(c, make_call(Collective::kAllReduce, *send, *recv, op), algorithm, err, n);
   }
   static int collective_with(domino_comm_t* c, const domino_call_t* call, const char* algorithm,
                              char* err, size_t n) {
-    return guard_abi(err, n, [&] { self(c).collective(*call, algorithm); });
+    return run(c, *call, algorithm, err, n);
   }
   static int barrier(domino_comm_t* c, char* err, size_t n) {
-    return guard_abi(err, n, [&] {
-      if constexpr (PerOpCollectives<Impl>) {
-        self(c).barrier();
-      } else {
-        by_call(c, Op::kBarrier, nullptr, nullptr);
-      }
-    });
+    domino_buffer_t none{nullptr, 0, DOMINO_UINT8, -1};
+    return run(c, make_call(Collective::kBarrier, none, none), nullptr, err, n);
   }
   static int broadcast(domino_comm_t* c, domino_buffer_t* buffer, int32_t root, char* err,
                        size_t n) {
-    return guard_abi(err, n, [&] {
-      if constexpr (PerOpCollectives<Impl>) {
-        self(c).broadcast(*buffer, root);
-      } else {
-        by_call(c, Op::kBroadcast, buffer, buffer, DOMINO_SUM, root);
-      }
-    });
+    return run(c, make_call(Collective::kBroadcast, *buffer, *buffer, DOMINO_SUM, root), nullptr,
+               err, n);
   }
   static int reduce(domino_comm_t* c, const domino_buffer_t* send, domino_buffer_t* recv,
                     domino_redop_t op, int32_t root, char* err, size_t n) {
-    return guard_abi(err, n, [&] {
-      if constexpr (PerOpCollectives<Impl>) {
-        self(c).reduce(*send, *recv, op, root);
-      } else {
-        by_call(c, Op::kReduce, send, recv, op, root);
-      }
-    });
+    return run(c, make_call(Collective::kReduce, *send, *recv, op, root), nullptr, err, n);
   }
   static int allgather(domino_comm_t* c, const domino_buffer_t* send, domino_buffer_t* recv,
                        char* err, size_t n) {
-    return guard_abi(err, n, [&] {
-      if constexpr (PerOpCollectives<Impl>) {
-        self(c).allgather(*send, *recv);
-      } else {
-        by_call(c, Op::kAllGather, send, recv);
-      }
-    });
+    return run(c, make_call(Collective::kAllGather, *send, *recv), nullptr, err, n);
   }
   static int reduce_scatter(domino_comm_t* c, const domino_buffer_t* send, domino_buffer_t* recv,
                             domino_redop_t op, char* err, size_t n) {
-    return guard_abi(err, n, [&] {
-      if constexpr (PerOpCollectives<Impl>) {
-        self(c).reduce_scatter(*send, *recv, op);
-      } else {
-        by_call(c, Op::kReduceScatter, send, recv, op);
-      }
-    });
+    return run(c, make_call(Collective::kReduceScatter, *send, *recv, op), nullptr, err, n);
   }
   static int gather(domino_comm_t* c, const domino_buffer_t* send, domino_buffer_t* recv,
                     int32_t root, char* err, size_t n) {
-    return guard_abi(err, n, [&] {
-      if constexpr (PerOpCollectives<Impl>) {
-        self(c).gather(*send, *recv, root);
-      } else {
-        by_call(c, Op::kGather, send, recv, DOMINO_SUM, root);
-      }
-    });
+    return run(c, make_call(Collective::kGather, *send, *recv, DOMINO_SUM, root), nullptr, err, n);
   }
   static int scatter(domino_comm_t* c, const domino_buffer_t* send, domino_buffer_t* recv,
                      int32_t root, char* err, size_t n) {
-    return guard_abi(err, n, [&] {
-      if constexpr (PerOpCollectives<Impl>) {
-        self(c).scatter(*send, *recv, root);
-      } else {
-        by_call(c, Op::kScatter, send, recv, DOMINO_SUM, root);
-      }
-    });
+    return run(c, make_call(Collective::kScatter, *send, *recv, DOMINO_SUM, root), nullptr, err, n);
   }
   static int alltoall(domino_comm_t* c, const domino_buffer_t* send, const uint64_t* send_counts,
                       const uint64_t* send_offsets, domino_buffer_t* recv,
                       const uint64_t* recv_counts, const uint64_t* recv_offsets, char* err,
                       size_t n) {
-    return guard_abi(err, n, [&] {
-      if constexpr (PerOpCollectives<Impl>) {
-        self(c).alltoall(*send, send_counts, send_offsets, *recv, recv_counts, recv_offsets);
-      } else {
-        domino_call_t call = make(Op::kAllToAll, send, recv);
-        call.send_counts = send_counts;
-        call.send_offsets = send_offsets;
-        call.recv_counts = recv_counts;
-        call.recv_offsets = recv_offsets;
-        self(c).collective(call, nullptr);
-      }
-    });
+    domino_call_t call = make_call(Collective::kAllToAll, *send, *recv);
+    call.send_counts = send_counts;
+    call.send_offsets = send_offsets;
+    call.recv_counts = recv_counts;
+    call.recv_offsets = recv_offsets;
+    return run(c, call, nullptr, err, n);
   }
   static int send(domino_comm_t* c, const domino_buffer_t* buffer, int32_t peer, int32_t tag,
                   char* err, size_t n) {
@@ -198,12 +132,18 @@ struct PluginTable {
             link_send_entry(),
             link_recv_entry(),
             link_wait_entry(),
-            named_allreduce(),
+            named_allreduce_entry(),
             nullptr,
-            named_collective()};
+            collective_with};
   }
 
  private:
+  // Every collective entry describes its call and hands it to the one collective method: the
+  // per-op entries with no name (the transport's own choice), the named ones with the router's.
+  static int run(domino_comm_t* c, const domino_call_t& call, const char* algorithm, char* err,
+                 size_t n) {
+    return guard_abi(err, n, [&] { self(c).collective(call, algorithm); });
+  }
   static constexpr bool kHasLinks = requires(Impl & impl, void* data) {
     impl.link_send(static_cast<const void*>(data), size_t{0}, 0);
     impl.link_recv(data, size_t{0}, 0);
@@ -235,6 +175,17 @@ struct PluginTable {
       return static_cast<Entry>(nullptr);
     }
   }
+  // allreduce_with (ABI 6) is how a backend older than collective_with hands an all-reduce's
+  // name to a transport without links; one with links gets the name run over them instead, so
+  // the entry would only add a refusal there.
+  static constexpr auto named_allreduce_entry() {
+    using Entry = decltype(domino_plugin_t::allreduce_with);
+    if constexpr (kHasLinks) {
+      return static_cast<Entry>(nullptr);
+    } else {
+      return static_cast<Entry>(allreduce_with);
+    }
+  }
   // Impls that can end what is in flight from another thread (abort(), shrink with abort).
   static constexpr auto abort_entry() {
     using Entry = decltype(domino_plugin_t::comm_abort);
@@ -246,28 +197,6 @@ struct PluginTable {
         } catch (...) {
         }
       });
-    } else {
-      return static_cast<Entry>(nullptr);
-    }
-  }
-  // Impls that run any collective by the router's choice of algorithm, by name.
-  static constexpr auto named_collective() {
-    using Entry = decltype(domino_plugin_t::collective_with);
-    if constexpr (requires(Impl & impl, const domino_call_t& call) {
-                    impl.collective(call, static_cast<const char*>(nullptr));
-                  }) {
-      return static_cast<Entry>(collective_with);
-    } else {
-      return static_cast<Entry>(nullptr);
-    }
-  }
-  // Impls whose all-reduce takes the router's choice by name (the shared algorithms).
-  static constexpr auto named_allreduce() {
-    using Entry = decltype(domino_plugin_t::allreduce_with);
-    if constexpr (requires(Impl & impl, const domino_buffer_t& b, domino_buffer_t& r) {
-                    impl.allreduce(b, r, DOMINO_SUM, static_cast<const char*>(nullptr));
-                  }) {
-      return static_cast<Entry>(allreduce_with);
     } else {
       return static_cast<Entry>(nullptr);
     }

@@ -39,6 +39,20 @@ class NcclCommunicator {
   NcclCommunicator& operator=(const NcclCommunicator&) = delete;
   ~NcclCommunicator();
 
+  // Any collective (the plugin ABI's descriptor), enqueued on the stream. NCCL chooses its own
+  // algorithms: a name (algorithm not nullptr or "") is refused (UNSUPPORTED) before anything is
+  // enqueued.
+  void collective(const domino_call_t& call, const char* algorithm);
+  // NCCL has no tags: messages between two ranks match in order.
+  void send(const domino_buffer_t& buffer, int peer, int32_t tag);
+  int recv(const domino_buffer_t& buffer, int peer, int32_t tag);
+  // From any thread: ends the communicator's in-flight kernels; every later op fails at once.
+  // Waits for an op another thread is inside (each is bounded by the timeout).
+  void abort();
+
+ private:
+  NcclCommunicator() = default;
+  // Each op's body; collective() picks one by the call's op.
   void allreduce(const domino_buffer_t& send, const domino_buffer_t& recv, domino_redop_t op);
   void reduce(const domino_buffer_t& send, const domino_buffer_t& recv, domino_redop_t op,
               int root);
@@ -52,15 +66,7 @@ class NcclCommunicator {
                 const uint64_t* recv_counts, const uint64_t* recv_offsets);
   // Host-blocking, like every c10d barrier: returns once all ranks reached it.
   void barrier();
-  // NCCL has no tags: messages between two ranks match in order.
-  void send(const domino_buffer_t& buffer, int peer, int32_t tag);
-  int recv(const domino_buffer_t& buffer, int peer, int32_t tag);
-  // From any thread: ends the communicator's in-flight kernels; every later op fails at once.
-  // Waits for an op another thread is inside (each is bounded by the timeout).
-  void abort();
 
- private:
-  NcclCommunicator() = default;
   // Takes made (a child of parent's, once NCCL has written it) on parent's device.
   static NcclCommunicator* adopt_child(NcclCommunicator& parent, ncclComm_t made,
                                        const domino_comm_config_t& config, const char* op);

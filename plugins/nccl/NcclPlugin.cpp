@@ -27,6 +27,10 @@ int shrink(domino_comm_t* parent, const int32_t* exclude, int32_t exclude_count,
 
 domino_plugin_t make_table() {
   domino_plugin_t table = Table::table("nccl", DOMINO_DEVICE_CUDA);
+  // NCCL refuses every name handed down: without the named entries the backend knows that it
+  // chooses for itself, hands it none and reports NCCL's choice as its own.
+  table.allreduce_with = nullptr;
+  table.collective_with = nullptr;
   table.comm_split = split;
   // Offered only where NCCL can: without it the backend makes the shrunk group's own.
   if (domino::nccl::NcclCommunicator::can_shrink()) table.comm_shrink = shrink;

@@ -241,28 +241,16 @@ bool Communicator::by_name(const domino_call_t& call, const std::string& algorit
 
 void Communicator::over_links(const domino_call_t& call, std::string_view algorithm) {
   const auto op = static_cast<topology::Collective>(call.op);
-  size_t bytes = 0;
   if (op == topology::Collective::kAllReduce) {
-    bytes = call.recv->count * dtype_size(call.recv->dtype);
+    const size_t bytes = call.recv->count * dtype_size(call.recv->dtype);
     if (call.send->ptr != call.recv->ptr && bytes > 0) {
       std::memcpy(call.recv->ptr, call.send->ptr, bytes);
     }
   }
-  const std::string_view chosen = algorithms::resolve_algorithm(op, algorithm, links_allreduce_,
-                                                                bytes, size_, small_message_bytes_);
+  const std::string_view chosen =
+      algorithms::resolve_algorithm(call, algorithm, links_allreduce_, size_, small_message_bytes_);
   PluginLinks l = links(topology::entry_name(op));
   algorithms::run_algorithm(l, chosen, call);
-}
-
-domino_call_t make_call(topology::Collective op, const domino_buffer_t& send, domino_buffer_t& recv,
-                        domino_redop_t redop, int root) {
-  domino_call_t call{};
-  call.op = static_cast<uint32_t>(op);
-  call.send = &send;
-  call.recv = &recv;
-  call.redop = redop;
-  call.root = static_cast<int32_t>(root);
-  return call;
 }
 
 void Communicator::collective(const domino_call_t& call, const std::string& algorithm) {

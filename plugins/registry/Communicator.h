@@ -13,15 +13,12 @@
 
 #include "domino/plugin.h"
 #include "plugins/algorithms/AlgorithmChoice.h"
+#include "plugins/common/CallDescriptor.h"
 #include "topology/Collectives.h"
 
 namespace domino {
 
 class PluginLinks;
-
-// The descriptor of one collective over the caller's buffers (which must outlive it).
-domino_call_t make_call(topology::Collective op, const domino_buffer_t& send, domino_buffer_t& recv,
-                        domino_redop_t redop = DOMINO_SUM, int root = -1);
 
 class Communicator {
  public:

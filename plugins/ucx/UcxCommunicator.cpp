@@ -340,9 +340,8 @@ void UcxCommunicator::collective(const domino_call_t& call, const char* algorith
                          std::string("ucx ") + topology::entry_name(op) + " on group '" + group_ +
                              "' has no algorithm '" + std::string(handed_down) + "'");
   }
-  size_t bytes = 0;
   if (op == Collective::kAllReduce) {
-    bytes = call.recv->count * dtype_size(call.recv->dtype);
+    const size_t bytes = call.recv->count * dtype_size(call.recv->dtype);
     if (call.send->ptr != call.recv->ptr && bytes > 0)
       std::memcpy(call.recv->ptr, call.send->ptr, bytes);
     if (size_ == 1) return;  // AVG over one rank is the value itself
@@ -353,75 +352,11 @@ void UcxCommunicator::collective(const domino_call_t& call, const char* algorith
                                                                : call.send->dtype;
   const int redop = topology::reduces(op) ? static_cast<int>(call.redop) : 0;
   const int root = topology::rooted(op) ? call.root : 0;
-  const std::string chosen(algorithms::resolve_algorithm(op, handed_down, algorithm_, bytes, size_,
-                                                         small_message_bytes_));
+  const std::string chosen(
+      algorithms::resolve_algorithm(call, handed_down, algorithm_, size_, small_message_bytes_));
   const Call started = start_collective(op, chosen.c_str(), dtype, redop, root);
   Links links(*this, started);
   algorithms::run_algorithm(links, chosen, call);
-}
-
-namespace {
-domino_call_t call_of(Collective op, const domino_buffer_t& send, const domino_buffer_t& recv,
-                      domino_redop_t redop = DOMINO_SUM, int root = 0) {
-  domino_call_t call{};
-  call.op = static_cast<uint32_t>(op);
-  call.send = &send;
-  call.recv = const_cast<domino_buffer_t*>(&recv);  // the C struct's; its memory is written
-  call.redop = redop;
-  call.root = static_cast<int32_t>(root);
-  return call;
-}
-}  // namespace
-
-void UcxCommunicator::allreduce(const domino_buffer_t& send, const domino_buffer_t& recv,
-                                domino_redop_t op, const char* algorithm) {
-  collective(call_of(Collective::kAllReduce, send, recv, op), algorithm);
-}
-
-void UcxCommunicator::reduce_scatter(const domino_buffer_t& send, const domino_buffer_t& recv,
-                                     domino_redop_t op, const char* algorithm) {
-  collective(call_of(Collective::kReduceScatter, send, recv, op), algorithm);
-}
-
-void UcxCommunicator::allgather(const domino_buffer_t& send, const domino_buffer_t& recv,
-                                const char* algorithm) {
-  collective(call_of(Collective::kAllGather, send, recv), algorithm);
-}
-
-void UcxCommunicator::broadcast(const domino_buffer_t& buffer, int root, const char* algorithm) {
-  collective(call_of(Collective::kBroadcast, buffer, buffer, DOMINO_SUM, root), algorithm);
-}
-
-void UcxCommunicator::reduce(const domino_buffer_t& send, const domino_buffer_t& recv,
-                             domino_redop_t op, int root, const char* algorithm) {
-  collective(call_of(Collective::kReduce, send, recv, op, root), algorithm);
-}
-
-void UcxCommunicator::gather(const domino_buffer_t& send, const domino_buffer_t& recv, int root,
-                             const char* algorithm) {
-  collective(call_of(Collective::kGather, send, recv, DOMINO_SUM, root), algorithm);
-}
-
-void UcxCommunicator::scatter(const domino_buffer_t& send, const domino_buffer_t& recv, int root,
-                              const char* algorithm) {
-  collective(call_of(Collective::kScatter, send, recv, DOMINO_SUM, root), algorithm);
-}
-
-void UcxCommunicator::alltoall(const domino_buffer_t& send, const uint64_t* send_counts,
-                               const uint64_t* send_offsets, const domino_buffer_t& recv,
-                               const uint64_t* recv_counts, const uint64_t* recv_offsets,
-                               const char* algorithm) {
-  domino_call_t call = call_of(Collective::kAllToAll, send, recv);
-  call.send_counts = send_counts;
-  call.send_offsets = send_offsets;
-  call.recv_counts = recv_counts;
-  call.recv_offsets = recv_offsets;
-  collective(call, algorithm);
-}
-
-void UcxCommunicator::barrier(const char* algorithm) {
-  const domino_buffer_t none{nullptr, 0, DOMINO_UINT8, -1};
-  collective(call_of(Collective::kBarrier, none, none), algorithm);
 }
 
 ucp_tag_t UcxCommunicator::user_tag(const char* op, int source, int32_t tag) const {

@@ -27,29 +27,11 @@ class UcxCommunicator {
   UcxCommunicator& operator=(const UcxCommunicator&) = delete;
   ~UcxCommunicator();
 
-  // algorithm: the one the router chose for this call, by its table name (ABI collective_with,
-  // allreduce_with); nullptr or "": for an all-reduce the one forced at creation, else the size
-  // rule, and for any other op the table's. A name the op lacks is refused (UNSUPPORTED) before
-  // any message.
+  // Any collective (the plugin ABI's descriptor). algorithm: the one the router chose for this
+  // call, by its table name (ABI collective_with, allreduce_with); nullptr or "": the
+  // transport's own (AlgorithmChoice.h). A name the op lacks is refused (UNSUPPORTED) before any
+  // message.
   void collective(const domino_call_t& call, const char* algorithm);
-  void allreduce(const domino_buffer_t& send, const domino_buffer_t& recv, domino_redop_t op,
-                 const char* algorithm = nullptr);
-  void reduce(const domino_buffer_t& send, const domino_buffer_t& recv, domino_redop_t op, int root,
-              const char* algorithm = nullptr);
-  void broadcast(const domino_buffer_t& buffer, int root, const char* algorithm = nullptr);
-  void allgather(const domino_buffer_t& send, const domino_buffer_t& recv,
-                 const char* algorithm = nullptr);
-  void reduce_scatter(const domino_buffer_t& send, const domino_buffer_t& recv, domino_redop_t op,
-                      const char* algorithm = nullptr);
-  void gather(const domino_buffer_t& send, const domino_buffer_t& recv, int root,
-              const char* algorithm = nullptr);
-  void scatter(const domino_buffer_t& send, const domino_buffer_t& recv, int root,
-               const char* algorithm = nullptr);
-  void alltoall(const domino_buffer_t& send, const uint64_t* send_counts,
-                const uint64_t* send_offsets, const domino_buffer_t& recv,
-                const uint64_t* recv_counts, const uint64_t* recv_offsets,
-                const char* algorithm = nullptr);
-  void barrier(const char* algorithm = nullptr);
   void send(const domino_buffer_t& buffer, int peer, int32_t tag);
   int recv(const domino_buffer_t& buffer, int peer, int32_t tag);
   // From any thread: what this communicator has in flight ends within about 10 ms, and every

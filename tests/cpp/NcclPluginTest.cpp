@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "plugins/common/TransportError.h"
+#include "plugins/nccl/NcclCommunicator.h"
 #include "plugins/registry/Communicator.h"
 #include "plugins/registry/PluginRegistry.h"
 #include "support/FileBootstrap.h"
@@ -40,6 +42,10 @@ TEST(NcclPlugin, IsBuiltInForCudaMemoryAndSplits) {
   EXPECT_NE(nccl->allreduce, nullptr);
   EXPECT_NE(nccl->reduce_scatter, nullptr);
   EXPECT_NE(nccl->alltoall, nullptr);
+  // NCCL chooses its own algorithms: without the named entries the backend hands it no name and
+  // its report says the transport chooses.
+  EXPECT_EQ(nccl->collective_with, nullptr);
+  EXPECT_EQ(nccl->allreduce_with, nullptr);
 }
 
 TEST(NcclPlugin, RefusesADeviceThisProcessCannotSeeNamingIt) {
@@ -106,6 +112,53 @@ TEST(NcclPlugin, OneRankAllReduceSplitAndBarrierOnTheDevice) {
   comm.reset();  // released while its stream still exists
   cudaFree(data);
   cudaStreamDestroy(stream);
+}
+
+TEST(NcclPlugin, EveryOpOfOneRankRunsThroughItsEntryAndANameIsRefused) {
+  if (visible_gpus() == 0) GTEST_SKIP() << "no CUDA device here";
+  PluginRegistry registry({});
+  testing::FileBootstrap bootstrap(testing::make_temp_directory());
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  Communicator comm(registry.find("nccl"), one_rank(bootstrap, 0));
+  const std::vector<float> host = {1.5f, -2.0f, 4.0f};
+  float* in = nullptr;
+  float* out = nullptr;
+  const size_t bytes = sizeof(float) * host.size();
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&in), bytes), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&out), bytes), cudaSuccess);
+  cudaMemcpy(in, host.data(), bytes, cudaMemcpyHostToDevice);
+  domino_buffer_t send{in, host.size(), DOMINO_FLOAT32, 0};
+  domino_buffer_t recv{out, host.size(), DOMINO_FLOAT32, 0};
+  const uint64_t counts[1] = {host.size()};
+  const uint64_t offsets[1] = {0};
+  using topology::Collective;
+  // Among one rank every op but the barrier leaves the input in the output.
+  for (Collective op : topology::kCollectives) {
+    cudaMemset(out, 0, bytes);
+    domino_call_t call = make_call(op, send, recv, DOMINO_SUM, 0);
+    if (op == Collective::kBroadcast) {
+      cudaMemcpy(out, host.data(), bytes, cudaMemcpyHostToDevice);
+    }
+    call.send_counts = call.recv_counts = counts;
+    call.send_offsets = call.recv_offsets = offsets;
+    comm.collective(call);
+    cudaDeviceSynchronize();
+    if (op == Collective::kBarrier) continue;
+    std::vector<float> got(host.size());
+    cudaMemcpy(got.data(), out, bytes, cudaMemcpyDeviceToHost);
+    EXPECT_EQ(got, host) << topology::collective_name(op);
+  }
+  // NCCL chooses its own algorithm: a name is refused before anything is enqueued.
+  nccl::NcclCommunicator direct(one_rank(bootstrap, 0));
+  try {
+    direct.collective(make_call(Collective::kAllReduce, send, recv), "ring");
+    ADD_FAILURE() << "NCCL took the name 'ring'";
+  } catch (const TransportError& e) {
+    EXPECT_EQ(e.status(), DOMINO_ERR_UNSUPPORTED);
+    EXPECT_NE(std::string(e.what()).find("has no algorithm 'ring'"), std::string::npos) << e.what();
+  }
+  cudaFree(in);
+  cudaFree(out);
 }
 
 }  // namespace

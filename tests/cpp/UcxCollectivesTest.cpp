@@ -13,6 +13,9 @@
 
 #include "plugins/algorithms/AlgorithmChoice.h"
 #include "plugins/common/TransportError.h"
+#include "plugins/registry/Communicator.h"
+#include "plugins/ucx/UcxPlugin.h"
+#include "support/CheckedComm.h"
 #include "support/CollectiveChecks.h"
 #include "support/ShmGroup.h"
 
@@ -33,7 +36,8 @@ TEST_P(UcxCollectives, EveryOpMatchesALocalReference) {
   testing::UcxGroup group;
   const auto outcomes = group.run(
       size, 60000,
-      [&](int rank, UcxCommunicator& comm) {
+      [&](int rank, UcxCommunicator& ucx) {
+        testing::CheckedComm comm{ucx};
         std::string e = check_allreduce(rank, size, comm);
         return e.empty() ? run_all_collectives(rank, size, comm) : e;
       },
@@ -62,14 +66,16 @@ TEST(UcxCollectives, TheNameHandedDownRunsAndAnUnknownOneIsRefused) {
       [](int rank, UcxCommunicator& comm) -> std::string {
         for (const char* name : {"recursive_doubling", "rabenseifner", "ring"}) {
           std::vector<int64_t> data(1001, rank + 1);
-          comm.allreduce(buf(data), buf(data), DOMINO_SUM, name);
+          domino_buffer_t b = buf(data);
+          comm.collective(make_call(topology::Collective::kAllReduce, b, b), name);
           for (int64_t x : data) {
             if (x != 6) return std::string(name) + " gave " + std::to_string(x);
           }
         }
         std::vector<int64_t> data(4, 1);
+        domino_buffer_t b = buf(data);
         try {
-          comm.allreduce(buf(data), buf(data), DOMINO_SUM, "bogus");
+          comm.collective(make_call(topology::Collective::kAllReduce, b, b), "bogus");
         } catch (const TransportError& e) {
           return e.status() == DOMINO_ERR_UNSUPPORTED &&
                          std::string(e.what()).find("has no algorithm 'bogus'") != std::string::npos
@@ -80,6 +86,64 @@ TEST(UcxCollectives, TheNameHandedDownRunsAndAnUnknownOneIsRefused) {
       },
       0, "ring");
   for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(outcomes[r].exit_code, 0) << "rank " << r << ": " << outcomes[r].message;
+    EXPECT_EQ(outcomes[r].message, "") << "rank " << r;
+  }
+}
+
+// UCX as the backend reaches it: through its plugin table (PluginTable.h), the registry's
+// Communicator calling each op's own ABI entry, with no name handed down.
+struct UcxByItsTable : Communicator {
+  explicit UcxByItsTable(const domino_comm_config_t& config)
+      : Communicator(domino_ucx_plugin(), config) {}
+};
+
+TEST(UcxCollectives, EveryOpsOwnEntryRunsItsOpAsTheTransportChooses) {
+  for (int size : {2, 3}) {
+    testing::ForkedGroup<UcxByItsTable> group;
+    const auto outcomes = group.run(size, 30000, [&](int rank, UcxByItsTable& comm) {
+      testing::CheckedComm checked{comm};
+      std::string e = check_allreduce(rank, size, checked);
+      return e.empty() ? run_all_collectives(rank, size, checked) : e;
+    });
+    for (int r = 0; r < size; ++r) {
+      EXPECT_EQ(outcomes[r].exit_code, 0) << "rank " << r << ": " << outcomes[r].message;
+      EXPECT_EQ(outcomes[r].message, "") << "world " << size << ", rank " << r;
+    }
+  }
+}
+
+// The table's named entries hand the name to the same collective(): it runs, or is refused.
+TEST(UcxCollectives, TheNamedEntriesRunTheNameOrRefuseIt) {
+  const domino_plugin_t* ucx = domino_ucx_plugin();
+  ASSERT_NE(ucx->allreduce_with, nullptr);
+  ASSERT_NE(ucx->collective_with, nullptr);
+  testing::ForkedGroup<UcxCommunicator> group;
+  const auto outcomes = group.run(2, 20000, [ucx](int rank, UcxCommunicator& comm) -> std::string {
+    auto* raw = reinterpret_cast<domino_comm_t*>(&comm);
+    char err[512] = "";
+    std::vector<int64_t> data(1001, rank + 1);
+    domino_buffer_t b = buf(data);
+    if (ucx->allreduce_with(raw, &b, &b, DOMINO_SUM, "ring", err, sizeof err) != DOMINO_OK)
+      return std::string("allreduce_with ring: ") + err;
+    if (data[1000] != 3) return "allreduce_with ring gave " + std::to_string(data[1000]);
+    if (ucx->allreduce_with(raw, &b, &b, DOMINO_SUM, "bogus", err, sizeof err) !=
+            DOMINO_ERR_UNSUPPORTED ||
+        std::string(err).find("has no algorithm 'bogus'") == std::string::npos)
+      return std::string("allreduce_with bogus: ") + err;
+    std::vector<int64_t> all(2 * data.size());
+    domino_buffer_t gathered = buf(all);
+    const domino_call_t call = make_call(topology::Collective::kAllGather, b, gathered);
+    if (ucx->collective_with(raw, &call, "ring", err, sizeof err) != DOMINO_OK)
+      return std::string("collective_with ring: ") + err;
+    if (all.front() != 3 || all.back() != 3) return "collective_with ring gathered wrong values";
+    if (ucx->collective_with(raw, &call, "rabenseifner", err, sizeof err) !=
+            DOMINO_ERR_UNSUPPORTED ||
+        std::string(err).find("has no algorithm 'rabenseifner'") == std::string::npos)
+      return std::string("collective_with rabenseifner for an all-gather: ") + err;
+    return "";
+  });
+  for (int r = 0; r < 2; ++r) {
     EXPECT_EQ(outcomes[r].exit_code, 0) << "rank " << r << ": " << outcomes[r].message;
     EXPECT_EQ(outcomes[r].message, "") << "rank " << r;
   }
@@ -111,7 +175,7 @@ TEST(UcxFaults, ARankThatNeverArrivesIsNamedWithinTheTimeout) {
     std::vector<int64_t> data(100, rank);
     const auto start = std::chrono::steady_clock::now();
     try {
-      comm.allreduce(buf(data), buf(data), DOMINO_SUM);
+      testing::CheckedComm{comm}.allreduce(buf(data), buf(data), DOMINO_SUM);
       return "allreduce returned without rank 2";
     } catch (const TransportError& e) {
       const auto took = std::chrono::steady_clock::now() - start;
@@ -134,7 +198,7 @@ TEST(UcxFaults, RanksDisagreeingOnTheSizeAreToldAndTheGroupIsBroken) {
       [](int rank, UcxCommunicator& comm) -> std::string {
         std::vector<int64_t> data(rank == 0 ? 10 : 20, 1);
         try {
-          comm.allreduce(buf(data), buf(data), DOMINO_SUM);
+          testing::CheckedComm{comm}.allreduce(buf(data), buf(data), DOMINO_SUM);
           return "no error";
         } catch (const TransportError& e) {
           if (e.status() != DOMINO_ERR_PEER) return std::string("status: ") + e.what();
@@ -154,7 +218,8 @@ TEST(UcxFaults, RanksDisagreeingOnDtypeOpOrCollectiveAreToldWhenTheSizesAgree) {
     testing::UcxGroup group;
     const auto outcomes = group.run(
         2, 5000,
-        [variant = variant, word = word](int rank, UcxCommunicator& comm) -> std::string {
+        [variant = variant, word = word](int rank, UcxCommunicator& ucx) -> std::string {
+          testing::CheckedComm comm{ucx};
           std::vector<float> floats(4, 1.0f);
           std::vector<int32_t> ints(4, 1);
           domino_buffer_t f{floats.data(), floats.size(), DOMINO_FLOAT32, -1};
@@ -191,7 +256,8 @@ TEST(UcxFaults, AMismatchIsToldAtOnceWhileOtherPartsOfTheCallAreStillMissing) {
   // Rank 0 runs an all-to-all; rank 1 sends its part of a gather, rank 2 nothing. Rank 0 must
   // not sit out the timeout waiting for rank 2 once rank 1's message shows the disagreement.
   testing::UcxGroup group;
-  const auto outcomes = group.run(3, 20000, [](int rank, UcxCommunicator& comm) -> std::string {
+  const auto outcomes = group.run(3, 20000, [](int rank, UcxCommunicator& ucx) -> std::string {
+    testing::CheckedComm comm{ucx};
     std::vector<int64_t> mine(3, rank), all(3, -1);
     if (rank == 2) {  // alive, but in no collective
       std::this_thread::sleep_for(std::chrono::seconds(3));
@@ -223,7 +289,8 @@ TEST(UcxCollectives, OrderSensitiveMaxGivesEveryRankTheSameBits) {
     testing::UcxGroup group;
     const auto outcomes = group.run(
         size, 20000,
-        [size](int rank, UcxCommunicator& comm) -> std::string {
+        [size](int rank, UcxCommunicator& ucx) -> std::string {
+          testing::CheckedComm comm{ucx};
           // NaN against a number: a < b ? b : a depends on which operand comes first.
           std::vector<float> data = {rank == 0 ? NAN : 1.0f, -0.0f, rank == 1 ? 0.0f : -0.0f};
           domino_buffer_t b{data.data(), data.size(), DOMINO_FLOAT32, -1};
@@ -246,7 +313,8 @@ TEST(UcxCollectives, OrderSensitiveMaxGivesEveryRankTheSameBits) {
 
 TEST(UcxCollectives, ABadAlltoallSplitFailsBeforeAnythingIsPosted) {
   testing::UcxGroup group;
-  const auto outcomes = group.run(2, 20000, [](int rank, UcxCommunicator& comm) -> std::string {
+  const auto outcomes = group.run(2, 20000, [](int rank, UcxCommunicator& ucx) -> std::string {
+    testing::CheckedComm comm{ucx};
     std::vector<int64_t> in(4, rank), out(4, -1);
     std::vector<uint64_t> sc = {2, 2}, so = {0, 2}, rc = {2, 2}, ro = {0, 2};
     if (rank == 1) {

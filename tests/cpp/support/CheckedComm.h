@@ -1,5 +1,6 @@
-// A communicator that takes one call descriptor (the registry's Communicator, RoutedComm) as the
-// shared collective checks (CollectiveChecks.h) call it: one method per op, test-side only.
+// A communicator that takes one call descriptor (the registry's Communicator, RoutedComm, a
+// transport's communicator) as the shared collective checks (CollectiveChecks.h) call it: one
+// method per op, test-side only.
 #pragma once
 
 #include "plugins/registry/Communicator.h"
@@ -12,7 +13,15 @@ struct CheckedComm {
   Comm& comm;
   void run(topology::Collective op, const domino_buffer_t& s, domino_buffer_t r,
            domino_redop_t redop = DOMINO_SUM, int root = -1) {
-    comm.collective(make_call(op, s, r, redop, root));
+    issue(make_call(op, s, r, redop, root));
+  }
+  // A transport's communicator (TransportSurface.h) takes the algorithm too: none, its own.
+  void issue(const domino_call_t& k) {
+    if constexpr (requires { comm.collective(k); }) {
+      comm.collective(k);
+    } else {
+      comm.collective(k, nullptr);
+    }
   }
   void allreduce(domino_buffer_t s, domino_buffer_t r, domino_redop_t op) {
     run(topology::Collective::kAllReduce, s, r, op);
@@ -42,7 +51,7 @@ struct CheckedComm {
     call.send_offsets = so;
     call.recv_counts = rc;
     call.recv_offsets = ro;
-    comm.collective(call);
+    issue(call);
   }
   void barrier() {
     domino_buffer_t none{nullptr, 0, DOMINO_UINT8, -1};
