@@ -15,7 +15,7 @@
 #include <thread>
 #include <typeinfo>
 
-#include "ProcessGroupDomino.h"
+#include "ProcessGroupDominoImpl.h"
 #include "StoreBootstrap.h"
 #include "config/Log.h"
 #include "config/Record.h"
@@ -32,7 +32,7 @@
 namespace domino {
 
 // Every rank publishes its host identity; every rank then reads all of them.
-topology::GroupLayout ProcessGroupDomino::exchange_layout() {
+topology::GroupLayout ProcessGroupDomino::Impl::exchange_layout() {
   const std::string mine = topology::local_host_id(settings_.host_id);
   const std::string prefix = "domino/host/";
   store_->set(prefix + std::to_string(rank_), std::vector<uint8_t>(mine.begin(), mine.end()));
@@ -46,9 +46,9 @@ topology::GroupLayout ProcessGroupDomino::exchange_layout() {
   return topology::layout_from_host_ids(ids);
 }
 
-const domino_plugin_t* ProcessGroupDomino::loaded_transport(const char* variable,
-                                                            const std::string& chosen,
-                                                            const char* automatic) const {
+const domino_plugin_t* ProcessGroupDomino::Impl::loaded_transport(const char* variable,
+                                                                  const std::string& chosen,
+                                                                  const char* automatic) const {
   const std::string name = chosen == "auto" ? std::string(automatic) : chosen;
   const domino_plugin_t* plugin = registry_->find(name);
   if (plugin == nullptr) {
@@ -61,9 +61,9 @@ const domino_plugin_t* ProcessGroupDomino::loaded_transport(const char* variable
   return plugin;
 }
 
-topology::TransportCost ProcessGroupDomino::measure_link(const domino_plugin_t* plugin, int peer,
-                                                         const std::string& what,
-                                                         bool by_collectives) {
+topology::TransportCost ProcessGroupDomino::Impl::measure_link(const domino_plugin_t* plugin,
+                                                               int peer, const std::string& what,
+                                                               bool by_collectives) {
   std::vector<int64_t> members = {global_ranks_[0], global_ranks_[static_cast<size_t>(peer)]};
   StoreBootstrap bootstrap(store_, "domino/probe-" + what + "/");
   const std::string name = group_name_ + "/probe-" + what;
@@ -80,7 +80,7 @@ topology::TransportCost ProcessGroupDomino::measure_link(const domino_plugin_t* 
   return by_collectives ? probe_transport_by_collectives(comm) : probe_transport(comm, config.rank);
 }
 
-std::string ProcessGroupDomino::rank0s(const std::string& key, const std::string& mine) {
+std::string ProcessGroupDomino::Impl::rank0s(const std::string& key, const std::string& mine) {
   if (rank_ == 0) {
     store_->set(key, std::vector<uint8_t>(mine.begin(), mine.end()));
     return mine;
@@ -90,7 +90,7 @@ std::string ProcessGroupDomino::rank0s(const std::string& key, const std::string
   return std::string(value.begin(), value.end());
 }
 
-AdoptedEnvironment ProcessGroupDomino::agree_on_wire_settings(
+AdoptedEnvironment ProcessGroupDomino::Impl::agree_on_wire_settings(
     const std::map<std::string, std::string>& env) {
   std::string record;
   try {
@@ -108,7 +108,7 @@ AdoptedEnvironment ProcessGroupDomino::agree_on_wire_settings(
   }
 }
 
-topology::Router ProcessGroupDomino::agree_on_routing(const std::string& host_list) {
+topology::Router ProcessGroupDomino::Impl::agree_on_routing(const std::string& host_list) {
   topology::CostModel costs;
   // Rank 0 and one peer measure each link the router weighs; everyone adopts rank 0's figures.
   auto measure = [&](topology::TransportCost& cost, const domino_plugin_t* plugin, int peer,
@@ -231,18 +231,18 @@ topology::Router ProcessGroupDomino::agree_on_routing(const std::string& host_li
   return topology::Router(layout_, costs, options);
 }
 
-bool ProcessGroupDomino::runs_algorithm_table(const domino_plugin_t* plugin) {
+bool ProcessGroupDomino::Impl::runs_algorithm_table(const domino_plugin_t* plugin) {
   // A transport whose own all-reduce takes no name chooses for itself: the report says so.
   return plugin->allreduce_with != nullptr || plugin->collective_with != nullptr ||
          (plugin->allreduce == nullptr && PluginLinks::available(plugin));
 }
 
-std::vector<topology::RoutingRow> ProcessGroupDomino::routing_report(
+std::vector<topology::RoutingRow> ProcessGroupDomino::Impl::routing_report(
     const std::vector<size_t>& sizes) const {
   return topology::routing_report(*router_, sizes);
 }
 
-const topology::HostTopology& ProcessGroupDomino::host() const {
+const topology::HostTopology& ProcessGroupDomino::Impl::host() const {
   // One hwloc scan per process and file: every group of the process asks at init.
   static std::mutex mutex;
   static std::map<std::string, topology::HostTopology> loaded;
@@ -257,7 +257,7 @@ const topology::HostTopology& ProcessGroupDomino::host() const {
   return found->second;
 }
 
-void ProcessGroupDomino::bind() {
+void ProcessGroupDomino::Impl::bind() {
   std::vector<int> allowed;
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -313,8 +313,8 @@ std::string tcp_store_host(const c10::intrusive_ptr<c10d::Store>& store, uint16_
 }
 }  // namespace
 
-std::vector<std::string> ProcessGroupDomino::other_hosts_toward_store(const std::string& mine,
-                                                                      bool wanted) {
+std::vector<std::string> ProcessGroupDomino::Impl::other_hosts_toward_store(const std::string& mine,
+                                                                            bool wanted) {
   const std::string prefix = "domino/route/";
   if (layout_.local_rank[static_cast<size_t>(rank_)] == 0) {
     store_->set(prefix + std::to_string(rank_), std::vector<uint8_t>(mine.begin(), mine.end()));
@@ -339,7 +339,7 @@ std::vector<std::string> ProcessGroupDomino::other_hosts_toward_store(const std:
   return found;
 }
 
-void ProcessGroupDomino::choose_socket_interfaces() {
+void ProcessGroupDomino::Impl::choose_socket_interfaces() {
   topology::InterfaceInputs inputs;
   inputs.pattern = settings_.socket_ifname;
   const char* user_devices = std::getenv("UCX_NET_DEVICES");

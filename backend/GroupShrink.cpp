@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "DeviceCollectives.h"
-#include "ProcessGroupDomino.h"
+#include "ProcessGroupDominoImpl.h"
 #include "config/Log.h"
 #include "engine/RoutedComm.h"
 
@@ -25,13 +25,25 @@ std::string rank_list(const std::vector<int64_t>& ranks) {
 }
 }  // namespace
 
-std::string ProcessGroupDomino::aborted_message(const char* op) const {
+std::string ProcessGroupDomino::Impl::aborted_message(const char* op) const {
   return where(op).str() +
          ": the group was ended (ProcessGroup abort(), or shrink_group, which ends the group it "
          "shrinks); use the shrunk group, or destroy this one and create a new one";
 }
 
 void ProcessGroupDomino::abort() {
+  impl_->abort();
+}
+
+c10::intrusive_ptr<c10d::Backend> ProcessGroupDomino::shrink(
+    const std::vector<int64_t>& ranks_to_exclude, int shrink_flags,
+    const c10::intrusive_ptr<c10d::Backend::Options>& opts_override) {
+  return impl_->shrink(ranks_to_exclude, shrink_flags, opts_override);
+}
+
+// From any thread: ends the group's work in flight on every transport (on one host every rank's
+// work, within about 100 ms) and fails every later op, naming it.
+void ProcessGroupDomino::Impl::abort() {
   aborted_.store(true);
   bool all = true;
   {
@@ -52,7 +64,10 @@ void ProcessGroupDomino::abort() {
   }
 }
 
-c10::intrusive_ptr<c10d::Backend> ProcessGroupDomino::shrink(
+// dist.shrink_group: the group without ranks_to_exclude (group ranks), built by the ranks that
+// remain, in order, over the same store; SHRINK_ABORT aborts this group first. The ranks left out,
+// alive or dead, take no part, and find this group ended if they call it.
+c10::intrusive_ptr<c10d::Backend> ProcessGroupDomino::Impl::shrink(
     const std::vector<int64_t>& ranks_to_exclude, int shrink_flags,
     const c10::intrusive_ptr<c10d::Backend::Options>& opts_override) {
   std::vector<int64_t> leaving = ranks_to_exclude;

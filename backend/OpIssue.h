@@ -13,7 +13,7 @@
 
 #include "DeviceCollectives.h"
 #include "HandleScope.h"
-#include "ProcessGroupDomino.h"
+#include "ProcessGroupDominoImpl.h"
 #include "Work.h"
 #include "engine/ProgressLane.h"
 
@@ -27,7 +27,7 @@ struct ProfilerContext {
   std::shared_ptr<c10::ThreadLocalDebugInfo> debug_info;
 };
 
-struct ProcessGroupDomino::IssuedOp {
+struct ProcessGroupDomino::Impl::IssuedOp {
   const char* op;
   c10::intrusive_ptr<Work> work;
   ProgressLane* lane;
@@ -44,7 +44,7 @@ struct ProcessGroupDomino::IssuedOp {
 };
 
 template <class Body>
-c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::enqueue(OpSpec spec, Body body) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::Impl::enqueue(OpSpec spec, Body body) {
   IssuedOp issued = issue(spec);
   c10::intrusive_ptr<Work> work = issued.work;
   // A profiled op runs on the lane, where its events say it runs.

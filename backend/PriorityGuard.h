@@ -5,7 +5,7 @@
 
 #include <optional>
 
-#include "config/Settings.h"
+#include "Priority.h"
 
 namespace domino {
 

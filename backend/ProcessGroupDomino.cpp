@@ -1,4 +1,4 @@
-#include "ProcessGroupDomino.h"
+#include "ProcessGroupDominoImpl.h"
 
 #include <ATen/core/LegacyTypeDispatch.h>
 #include <ATen/record_function.h>
@@ -94,7 +94,55 @@ void record_op(std::optional<at::RecordFunction>& record, const char* op,
 
 ProcessGroupDomino::ProcessGroupDomino(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                        int size, c10::intrusive_ptr<Options> options)
-    : c10d::Backend(rank, size), options_(std::move(options)) {
+    : c10d::Backend(rank, size),
+      impl_(std::make_unique<Impl>(*this, store, rank, size, std::move(options))) {}
+
+ProcessGroupDomino::~ProcessGroupDomino() = default;
+
+c10::intrusive_ptr<c10d::Backend::Options> ProcessGroupDomino::getBackendOptions() {
+  return impl_->options_;
+}
+
+const char* ProcessGroupDomino::intra_transport() const {
+  return impl_->intra_transport();
+}
+
+const char* ProcessGroupDomino::inter_transport() const {
+  return impl_->inter_transport();
+}
+
+Priority ProcessGroupDomino::default_priority() const {
+  return impl_->default_priority_;
+}
+
+std::array<uint64_t, 3> ProcessGroupDomino::issued_per_lane() const {
+  return impl_->lanes_.issued();
+}
+
+uint64_t ProcessGroupDomino::getSequenceNumberForGroup() {
+  return impl_->sequence_.load();
+}
+
+void ProcessGroupDomino::setTimeout(std::chrono::milliseconds timeout) {
+  impl_->set_timeout(timeout);
+}
+
+void ProcessGroupDomino::shutdown() {
+  impl_->shutdown();
+}
+
+bool ProcessGroupDomino::supportsShrinking() const {
+  return true;
+}
+
+const ProcessGroupDomino::Impl& ProcessGroupDomino::impl() const {
+  return *impl_;
+}
+
+ProcessGroupDomino::Impl::Impl(ProcessGroupDomino& backend,
+                               const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                               c10::intrusive_ptr<Options> options)
+    : backend_(backend), rank_(rank), size_(size), options_(std::move(options)) {
   timeout_.store(options_->timeout);
   ParsedSettings parsed;
   std::vector<std::string> differences;
@@ -212,12 +260,12 @@ ProcessGroupDomino::ProcessGroupDomino(const c10::intrusive_ptr<c10d::Store>& st
                inter_transport() + ", default lane " + priority_name(default_priority_));
 }
 
-ProcessGroupDomino::~ProcessGroupDomino() {
+ProcessGroupDomino::Impl::~Impl() {
   shutdown();
   FlightRecorder::get().unwatch(this);
 }
 
-void ProcessGroupDomino::shutdown() {
+void ProcessGroupDomino::Impl::shutdown() {
   lanes_.stop();
   device_->stop_watchdog();  // before the communicators it may abort
   {
@@ -230,19 +278,19 @@ void ProcessGroupDomino::shutdown() {
   device_->destroy_communicators();
 }
 
-const char* ProcessGroupDomino::intra_transport() const {
+const char* ProcessGroupDomino::Impl::intra_transport() const {
   return plugin_ != nullptr ? plugin_->name : "none";
 }
 
-const char* ProcessGroupDomino::inter_transport() const {
+const char* ProcessGroupDomino::Impl::inter_transport() const {
   return router_ && router_->uses_inter() && inter_plugin_ != nullptr ? inter_plugin_->name
                                                                       : "none";
 }
 
-domino_comm_config_t ProcessGroupDomino::comm_config(const std::vector<int>& members,
-                                                     const std::string& name,
-                                                     const StoreBootstrap& bootstrap,
-                                                     std::vector<int64_t>* global) const {
+domino_comm_config_t ProcessGroupDomino::Impl::comm_config(const std::vector<int>& members,
+                                                           const std::string& name,
+                                                           const StoreBootstrap& bootstrap,
+                                                           std::vector<int64_t>* global) const {
   domino_comm_config_t config{};
   config.rank = -1;
   for (size_t i = 0; i < members.size(); ++i) {
@@ -258,7 +306,7 @@ domino_comm_config_t ProcessGroupDomino::comm_config(const std::vector<int>& mem
   return config;
 }
 
-RoutedComm& ProcessGroupDomino::communicator(int lane) {
+RoutedComm& ProcessGroupDomino::Impl::communicator(int lane) {
   LaneComm& slot = comms_[static_cast<size_t>(lane)];
   if (slot.comm) return *slot.comm;
   const Priority priority = static_cast<Priority>(lane);
@@ -296,44 +344,40 @@ RoutedComm& ProcessGroupDomino::communicator(int lane) {
   return *slot.comm;
 }
 
-std::string ProcessGroupDomino::label() const {
+std::string ProcessGroupDomino::Impl::label() const {
   return where("").group_label();
 }
 
-OpSite ProcessGroupDomino::where(const char* op) const {
+OpSite ProcessGroupDomino::Impl::where(const char* op) const {
   return {op, &options_->group_name, rank_, size_};
 }
 
-size_t ProcessGroupDomino::flight_group() {
+size_t ProcessGroupDomino::Impl::flight_group() {
   // c10d names the group after construction, before its first op: registered then.
   const int64_t known = flight_group_.load(std::memory_order_acquire);
   if (known >= 0) return static_cast<size_t>(known);
   std::lock_guard<std::mutex> lock(flight_group_mutex_);
   if (flight_group_.load() < 0) {
-    const std::string& name = getGroupUid();
+    const std::string& name = backend_.getGroupUid();
     flight_group_.store(static_cast<int64_t>(FlightRecorder::get().add_group(
-        name.empty() ? group_name_ : name, getGroupDesc(), global_ranks_)));
+        name.empty() ? group_name_ : name, backend_.getGroupDesc(), global_ranks_)));
   }
   return static_cast<size_t>(flight_group_.load());
 }
 
-std::array<uint64_t, 3> ProcessGroupDomino::issued_per_lane() const {
-  return lanes_.issued();
-}
-
-bool ProcessGroupDomino::has_device_transport() const {
+bool ProcessGroupDomino::Impl::has_device_transport() const {
   return device_->has_nccl();
 }
 
-const char* ProcessGroupDomino::device_path() const {
+const char* ProcessGroupDomino::Impl::device_path() const {
   return device_->device_path();
 }
 
-std::vector<CommStream> ProcessGroupDomino::comm_streams() const {
+std::vector<CommStream> ProcessGroupDomino::Impl::comm_streams() const {
   return device_->comm_streams();
 }
 
-ProcessGroupDomino::IssuedOp ProcessGroupDomino::issue(OpSpec& spec) {
+ProcessGroupDomino::Impl::IssuedOp ProcessGroupDomino::Impl::issue(OpSpec& spec) {
   const char* op = spec.op;
   const Route route = spec.route;
   const int lane_index = route == Route::kCollective
@@ -394,8 +438,8 @@ ProcessGroupDomino::IssuedOp ProcessGroupDomino::issue(OpSpec& spec) {
           .inputs = std::move(profiled_inputs)};
 }
 
-void ProcessGroupDomino::run_issued(IssuedOp& issued,
-                                    c10::function_ref<void(Work&, RoutedComm&)> body) {
+void ProcessGroupDomino::Impl::run_issued(IssuedOp& issued,
+                                          c10::function_ref<void(Work&, RoutedComm&)> body) {
   Work& work = *issued.work;
   const char* op = issued.op;
   std::optional<ProfilerContextGuard> profiled;
@@ -444,8 +488,8 @@ void ProcessGroupDomino::run_issued(IssuedOp& issued,
   if (issued.counted) lanes_.finished(issued.lane_index);
 }
 
-void ProcessGroupDomino::submit_issued(IssuedOp issued,
-                                       std::function<void(Work&, RoutedComm&)> body) {
+void ProcessGroupDomino::Impl::submit_issued(IssuedOp issued,
+                                             std::function<void(Work&, RoutedComm&)> body) {
   ProgressLane* lane = issued.lane;
   const bool blocking = issued.blocking;
   Work* work = issued.work.get();
@@ -457,7 +501,8 @@ void ProcessGroupDomino::submit_issued(IssuedOp issued,
   work->set_run_now([lane, ticket] { return lane->run_now(ticket); }, [lane] { lane->wake(); });
 }
 
-void ProcessGroupDomino::setTimeout(std::chrono::milliseconds timeout) {
+// The CUDA watchdog keeps the timeout it started with.
+void ProcessGroupDomino::Impl::set_timeout(std::chrono::milliseconds timeout) {
   TORCH_CHECK_VALUE(timeout.count() > 0, where("set_timeout"), ": a timeout of ", timeout.count(),
                     " ms; it must be positive");
   std::lock_guard<std::mutex> lock(timeout_mutex_);
@@ -468,7 +513,7 @@ void ProcessGroupDomino::setTimeout(std::chrono::milliseconds timeout) {
   device_->set_timeout(timeout);
 }
 
-void ProcessGroupDomino::timeout_applies(bool applied) {
+void ProcessGroupDomino::Impl::timeout_applies(bool applied) {
   if (applied || timeout_ignored_warned_.exchange(true)) return;
   log_line(LogLevel::kWarn, rank_,
            label() +

@@ -4,7 +4,7 @@
 
 #include "OpChecks.h"
 #include "OpIssue.h"
-#include "ProcessGroupDomino.h"
+#include "ProcessGroupDominoImpl.h"
 #include "TensorBuffer.h"
 #include "Work.h"
 #include "engine/RoutedComm.h"
@@ -28,7 +28,7 @@ constexpr auto kReduceScatterTensorCoalesced = c10d::OpType::COALESCED;
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce_coalesced(
     std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) {
-  const OpSite at = where("allreduce_coalesced");
+  const OpSite at = impl_->where("allreduce_coalesced");
   TORCH_CHECK(!tensors.empty(), at, ": no tensors given");
   require_same(tensors[0], tensors, -1, at, "tensors");
   const Reduction reduction = checked_reduction(opts.reduceOp, tensors[0], at);
@@ -37,7 +37,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce_coalesced(
   // Premultiplied lists are scaled and staged on the lane, then written back.
   auto staged =
       reduction.premultiply ? nullptr : std::make_shared<StagedList>(tensors, /*copy_in=*/true);
-  return enqueue(
+  return impl_->enqueue(
       {.op = "all_reduce_coalesced",
        .type = c10d::OpType::ALLREDUCE_COALESCED,
        .tensors = tensors,
@@ -58,7 +58,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce_coalesced(
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather_coalesced(
     std::vector<std::vector<at::Tensor>>& outputTensorLists, std::vector<at::Tensor>& inputs,
     const c10d::AllgatherOptions& opts) {
-  const OpSite at = where("allgather_coalesced");
+  const OpSite at = impl_->where("allgather_coalesced");
   TORCH_CHECK(!inputs.empty(), at, ": no input tensors given");
   require_same(inputs[0], inputs, -1, at, "input");
   TORCH_CHECK(outputTensorLists.size() == static_cast<size_t>(size_), at, ": expected ", size_,
@@ -80,22 +80,23 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather_coalesced(
   auto in = std::make_shared<StagedList>(inputs, /*copy_in=*/true);
   auto out = std::make_shared<StagedList>(outputs, /*copy_in=*/false);
   const auto device = device_of(at, {&inputs, &outputs});
-  return enqueue({.op = "all_gather_coalesced",
-                  .type = c10d::OpType::ALLGATHER_COALESCED,
-                  .tensors = OpTensors(outputs, inputs),
-                  .device = device,
-                  .blocking = is_blocking(opts)},
-                 [in, out](Work&, RoutedComm& comm) {
-                   domino_buffer_t recv = out->buffer();
-                   comm.collective(make_call(topology::Collective::kAllGather, in->buffer(), recv));
-                   out->publish();
-                 });
+  return impl_->enqueue(
+      {.op = "all_gather_coalesced",
+       .type = c10d::OpType::ALLGATHER_COALESCED,
+       .tensors = Impl::OpTensors(outputs, inputs),
+       .device = device,
+       .blocking = is_blocking(opts)},
+      [in, out](Work&, RoutedComm& comm) {
+        domino_buffer_t recv = out->buffer();
+        comm.collective(make_call(topology::Collective::kAllGather, in->buffer(), recv));
+        out->publish();
+      });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather_into_tensor_coalesced(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
     const c10d::AllgatherOptions& opts) {
-  const OpSite at = where("allgather_into_tensor_coalesced");
+  const OpSite at = impl_->where("allgather_into_tensor_coalesced");
   TORCH_CHECK(outputs.size() == inputs.size(), at, ": ", outputs.size(), " outputs for ",
               inputs.size(), " inputs");
   std::vector<std::pair<std::shared_ptr<StagedTensor>, std::shared_ptr<StagedTensor>>> pairs;
@@ -107,10 +108,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather_into_tensor_coalesc
                        std::make_shared<StagedTensor>(outputs[i], /*copy_in=*/false));
   }
   const auto device = device_of(at, {&inputs, &outputs});
-  return enqueue(
+  return impl_->enqueue(
       {.op = "all_gather_into_tensor_coalesced",
        .type = kAllgatherIntoTensorCoalesced,
-       .tensors = OpTensors(outputs, inputs),
+       .tensors = Impl::OpTensors(outputs, inputs),
        .device = device,
        .blocking = is_blocking(opts)},
       [pairs](Work&, RoutedComm& comm) {
@@ -125,7 +126,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather_into_tensor_coalesc
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter_tensor_coalesced(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
     const c10d::ReduceScatterOptions& opts) {
-  const OpSite at = where("reduce_scatter_tensor_coalesced");
+  const OpSite at = impl_->where("reduce_scatter_tensor_coalesced");
   TORCH_CHECK(outputs.size() == inputs.size(), at, ": ", outputs.size(), " outputs for ",
               inputs.size(), " inputs");
   TORCH_CHECK(!inputs.empty(), at, ": no tensors given");
@@ -139,10 +140,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter_tensor_coalesc
     pairs.emplace_back(inputs[i], std::make_shared<StagedTensor>(outputs[i], /*copy_in=*/false));
   }
   const auto device = device_of(at, {&inputs, &outputs});
-  return enqueue(
+  return impl_->enqueue(
       {.op = "reduce_scatter_tensor_coalesced",
        .type = kReduceScatterTensorCoalesced,
-       .tensors = OpTensors(outputs, inputs),
+       .tensors = Impl::OpTensors(outputs, inputs),
        .device = device,
        .blocking = is_blocking(opts),
        .host_only = needs_host(reduction.op, inputs[0])},
@@ -157,10 +158,45 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter_tensor_coalesc
       });
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::gather_flat(at::Tensor& output,
-                                                               at::Tensor& input,
-                                                               const c10d::GatherOptions& opts) {
-  const OpSite at = where("gather_single");
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 14)
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::all_gather_single(
+    at::Tensor& output, at::Tensor& input, const c10d::AllgatherOptions& opts) {
+  return _allgather_base(output, input, opts);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::all_gather_single_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::AllgatherOptions& opts) {
+  return allgather_into_tensor_coalesced(outputs, inputs, opts);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter_single(
+    at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) {
+  return _reduce_scatter_base(output, input, opts);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter_single_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::ReduceScatterOptions& opts) {
+  return reduce_scatter_tensor_coalesced(outputs, inputs, opts);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::all_to_all_single(
+    at::Tensor& output, at::Tensor& input, std::vector<int64_t>& output_splits,
+    std::vector<int64_t>& input_splits, const c10d::AllToAllOptions& opts) {
+  return alltoall_base(output, input, output_splits, input_splits, opts);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::gather_into_tensor(
+    at::Tensor& output, at::Tensor& input, const c10d::GatherOptions& opts) {
+  return gather_single(output, input, opts);
+}
+
+// Gathers every rank's input into the root's flat output.
+c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::gather_single(at::Tensor& output,
+                                                                 at::Tensor& input,
+                                                                 const c10d::GatherOptions& opts) {
+  const OpSite at = impl_->where("gather_single");
   const int root = static_cast<int>(opts.rootRank);
   TORCH_CHECK(root >= 0 && root < size_, at, ": root ", root, " is not a rank of this group");
   const bool is_root = rank_ == root;
@@ -176,7 +212,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::gather_flat(at::Tensor& outpu
   const std::vector<at::Tensor> tensors_of_op =
       is_root ? std::vector<at::Tensor>{input, output} : std::vector<at::Tensor>{input};
   const auto device = device_of(at, {&tensors_of_op});
-  return enqueue(
+  return impl_->enqueue(
       {.op = "gather_single",
        .type = c10d::OpType::GATHER,
        .tensors = is_root ? std::vector<at::Tensor>{output} : std::vector<at::Tensor>{},
@@ -189,5 +225,6 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::gather_flat(at::Tensor& outpu
         if (out) out->publish();
       });
 }
+#endif
 
 }  // namespace domino

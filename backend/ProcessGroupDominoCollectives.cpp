@@ -5,7 +5,7 @@
 #include "MonitoredBarrier.h"
 #include "OpChecks.h"
 #include "OpIssue.h"
-#include "ProcessGroupDomino.h"
+#include "ProcessGroupDominoImpl.h"
 #include "SparseAllreduce.h"
 #include "TensorBuffer.h"
 #include "Work.h"
@@ -15,7 +15,7 @@ namespace domino {
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce(std::vector<at::Tensor>& tensors,
                                                              const c10d::AllreduceOptions& opts) {
-  const OpSite at = where("allreduce");
+  const OpSite at = impl_->where("allreduce");
   require_one("allreduce", tensors, at);
   if (tensors[0].is_sparse()) return allreduce_sparse(tensors, opts);
   const Reduction reduction = checked_reduction(opts.reduceOp, tensors[0], at);
@@ -24,7 +24,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce(std::vector<at::Ten
   if (reduction.premultiply) {
     // The scaled copy is made on the lane (on CUDA, on its comm stream), reduced, written back.
     at::Tensor user = tensors[0];
-    return enqueue(
+    return impl_->enqueue(
         {.op = "all_reduce",
          .type = c10d::OpType::ALLREDUCE,
          .tensors = tensors,
@@ -37,43 +37,44 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce(std::vector<at::Ten
         });
   }
   StagedTensor staged(tensors[0]);
-  return enqueue({.op = "all_reduce",
-                  .type = c10d::OpType::ALLREDUCE,
-                  .tensors = tensors,
-                  .device = device,
-                  .blocking = is_blocking(opts),
-                  .host_only = needs_host(op, tensors[0])},
-                 [staged = std::move(staged), op](Work&, RoutedComm& comm) mutable {
-                   domino_buffer_t buffer = staged.buffer();
-                   comm.collective(make_call(topology::Collective::kAllReduce, buffer, buffer, op));
-                   staged.publish();
-                 });
+  return impl_->enqueue(
+      {.op = "all_reduce",
+       .type = c10d::OpType::ALLREDUCE,
+       .tensors = tensors,
+       .device = device,
+       .blocking = is_blocking(opts),
+       .host_only = needs_host(op, tensors[0])},
+      [staged = std::move(staged), op](Work&, RoutedComm& comm) mutable {
+        domino_buffer_t buffer = staged.buffer();
+        comm.collective(make_call(topology::Collective::kAllReduce, buffer, buffer, op));
+        staged.publish();
+      });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::broadcast(std::vector<at::Tensor>& tensors,
                                                              const c10d::BroadcastOptions& opts) {
-  const OpSite at = where("broadcast");
+  const OpSite at = impl_->where("broadcast");
   require_one("broadcast", tensors, at);
   const bool root = opts.rootRank == rank_;
   StagedTensor staged(tensors[0], /*copy_in=*/root);
   const int root_rank = static_cast<int>(opts.rootRank);
   const auto device = device_of(at, {&tensors});
-  return enqueue({.op = "broadcast",
-                  .type = c10d::OpType::BROADCAST,
-                  .tensors = tensors,
-                  .device = device,
-                  .blocking = is_blocking(opts)},
-                 [staged = std::move(staged), root_rank](Work&, RoutedComm& comm) mutable {
-                   domino_buffer_t buffer = staged.buffer();
-                   comm.collective(make_call(topology::Collective::kBroadcast, buffer, buffer,
-                                             DOMINO_SUM, root_rank));
-                   staged.publish();
-                 });
+  return impl_->enqueue({.op = "broadcast",
+                         .type = c10d::OpType::BROADCAST,
+                         .tensors = tensors,
+                         .device = device,
+                         .blocking = is_blocking(opts)},
+                        [staged = std::move(staged), root_rank](Work&, RoutedComm& comm) mutable {
+                          domino_buffer_t buffer = staged.buffer();
+                          comm.collective(make_call(topology::Collective::kBroadcast, buffer,
+                                                    buffer, DOMINO_SUM, root_rank));
+                          staged.publish();
+                        });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce(std::vector<at::Tensor>& tensors,
                                                           const c10d::ReduceOptions& opts) {
-  const OpSite at = where("reduce");
+  const OpSite at = impl_->where("reduce");
   require_one("reduce", tensors, at);
   const Reduction reduction = checked_reduction(opts.reduceOp, tensors[0], at);
   const int root = static_cast<int>(opts.rootRank);
@@ -82,7 +83,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce(std::vector<at::Tensor
   if (reduction.premultiply) {
     // Only the root's tensor changes; the others' inputs stay as they were.
     at::Tensor user = tensors[0];
-    return enqueue(
+    return impl_->enqueue(
         {.op = "reduce",
          .type = c10d::OpType::REDUCE,
          .tensors = tensors,
@@ -96,7 +97,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce(std::vector<at::Tensor
   }
   StagedTensor staged(tensors[0]);
   const domino_redop_t op = reduction.op;
-  return enqueue(
+  return impl_->enqueue(
       {.op = "reduce",
        .type = c10d::OpType::REDUCE,
        .tensors = tensors,
@@ -113,7 +114,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce(std::vector<at::Tensor
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather(
     std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
     const c10d::AllgatherOptions& opts) {
-  const OpSite at = where("allgather");
+  const OpSite at = impl_->where("allgather");
   require_one("allgather", inputs, at);
   TORCH_CHECK(outputs.size() == 1 && outputs[0].size() == static_cast<size_t>(size_), at,
               ": expected one list of ", size_, " output tensors");
@@ -121,21 +122,22 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allgather(
   auto in = std::make_shared<StagedTensor>(inputs[0]);
   auto out = std::make_shared<StagedList>(outputs[0], /*copy_in=*/false);
   const auto device = device_of(at, {&inputs, &outputs[0]});
-  return enqueue({.op = "all_gather",
-                  .type = c10d::OpType::ALLGATHER,
-                  .tensors = OpTensors(outputs[0], inputs),
-                  .device = device,
-                  .blocking = is_blocking(opts)},
-                 [in, out](Work&, RoutedComm& comm) {
-                   domino_buffer_t recv = out->buffer();
-                   comm.collective(make_call(topology::Collective::kAllGather, in->buffer(), recv));
-                   out->publish();
-                 });
+  return impl_->enqueue(
+      {.op = "all_gather",
+       .type = c10d::OpType::ALLGATHER,
+       .tensors = Impl::OpTensors(outputs[0], inputs),
+       .device = device,
+       .blocking = is_blocking(opts)},
+      [in, out](Work&, RoutedComm& comm) {
+        domino_buffer_t recv = out->buffer();
+        comm.collective(make_call(topology::Collective::kAllGather, in->buffer(), recv));
+        out->publish();
+      });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::_allgather_base(
     at::Tensor& output, at::Tensor& input, const c10d::AllgatherOptions& opts) {
-  const OpSite at = where("all_gather_into_tensor");
+  const OpSite at = impl_->where("all_gather_into_tensor");
   TORCH_CHECK(output.numel() == input.numel() * size_, at, ": output has ", output.numel(),
               " elements, expected input (", input.numel(), ") x ", size_, " ranks");
   TORCH_CHECK(output.scalar_type() == input.scalar_type(), at, ": output dtype ",
@@ -144,22 +146,23 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::_allgather_base(
   auto out = std::make_shared<StagedTensor>(output, /*copy_in=*/false);
   const std::vector<at::Tensor> tensors_of_op{input, output};
   const auto device = device_of(at, {&tensors_of_op});
-  return enqueue({.op = "all_gather_into_tensor",
-                  .type = c10d::OpType::_ALLGATHER_BASE,
-                  .tensors = OpTensors({output}, {input}),
-                  .device = device,
-                  .blocking = is_blocking(opts)},
-                 [in, out](Work&, RoutedComm& comm) {
-                   domino_buffer_t recv = out->buffer();
-                   comm.collective(make_call(topology::Collective::kAllGather, in->buffer(), recv));
-                   out->publish();
-                 });
+  return impl_->enqueue(
+      {.op = "all_gather_into_tensor",
+       .type = c10d::OpType::_ALLGATHER_BASE,
+       .tensors = Impl::OpTensors({output}, {input}),
+       .device = device,
+       .blocking = is_blocking(opts)},
+      [in, out](Work&, RoutedComm& comm) {
+        domino_buffer_t recv = out->buffer();
+        comm.collective(make_call(topology::Collective::kAllGather, in->buffer(), recv));
+        out->publish();
+      });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::gather(
     std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
     const c10d::GatherOptions& opts) {
-  const OpSite at = where("gather");
+  const OpSite at = impl_->where("gather");
   require_one("gather", inputs, at);
   const int root = static_cast<int>(opts.rootRank);
   TORCH_CHECK(root >= 0 && root < size_, at, ": root ", root, " is not a rank of this group");
@@ -176,24 +179,25 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::gather(
   auto in = std::make_shared<StagedTensor>(inputs[0]);
   std::vector<at::Tensor> held = rank_ == root ? outputs[0] : std::vector<at::Tensor>{};
   const auto device = device_of(at, {&inputs, &held});
-  return enqueue({.op = "gather",
-                  .type = c10d::OpType::GATHER,
-                  .tensors = OpTensors(held, inputs),
-                  .device = device,
-                  .blocking = is_blocking(opts)},
-                 [in, out, root](Work&, RoutedComm& comm) {
-                   domino_buffer_t recv =
-                       out ? out->buffer() : domino_buffer_t{nullptr, 0, in->buffer().dtype, -1};
-                   comm.collective(make_call(topology::Collective::kGather, in->buffer(), recv,
-                                             DOMINO_SUM, root));
-                   if (out) out->publish();
-                 });
+  return impl_->enqueue({.op = "gather",
+                         .type = c10d::OpType::GATHER,
+                         .tensors = Impl::OpTensors(held, inputs),
+                         .device = device,
+                         .blocking = is_blocking(opts)},
+                        [in, out, root](Work&, RoutedComm& comm) {
+                          domino_buffer_t recv =
+                              out ? out->buffer()
+                                  : domino_buffer_t{nullptr, 0, in->buffer().dtype, -1};
+                          comm.collective(make_call(topology::Collective::kGather, in->buffer(),
+                                                    recv, DOMINO_SUM, root));
+                          if (out) out->publish();
+                        });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::scatter(
     std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
     const c10d::ScatterOptions& opts) {
-  const OpSite at = where("scatter");
+  const OpSite at = impl_->where("scatter");
   require_one("scatter", outputs, at);
   const int root = static_cast<int>(opts.rootRank);
   TORCH_CHECK(root >= 0 && root < size_, at, ": root ", root, " is not a rank of this group");
@@ -210,7 +214,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::scatter(
   auto out = std::make_shared<StagedTensor>(outputs[0], /*copy_in=*/false);
   const std::vector<at::Tensor> scattered = in ? inputs[0] : std::vector<at::Tensor>{};
   const auto device = device_of(at, {&outputs, &scattered});
-  return enqueue(
+  return impl_->enqueue(
       {.op = "scatter",
        .type = c10d::OpType::SCATTER,
        .tensors = outputs,
@@ -228,7 +232,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::scatter(
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter(
     std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
     const c10d::ReduceScatterOptions& opts) {
-  const OpSite at = where("reduce_scatter");
+  const OpSite at = impl_->where("reduce_scatter");
   require_one("reduce_scatter", outputs, at);
   TORCH_CHECK(inputs.size() == 1 && inputs[0].size() == static_cast<size_t>(size_), at,
               ": expected one list of ", size_, " input tensors");
@@ -239,28 +243,28 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::reduce_scatter(
   auto out = std::make_shared<StagedTensor>(outputs[0], /*copy_in=*/false);
   const auto device = device_of(at, {&outputs, &inputs[0]});
   const std::vector<at::Tensor> list = inputs[0];
-  return enqueue({.op = "reduce_scatter",
-                  .type = c10d::OpType::REDUCE_SCATTER,
-                  .tensors = OpTensors(outputs, list),
-                  .device = device,
-                  .blocking = is_blocking(opts),
-                  .host_only = needs_host(reduction.op, outputs[0])},
-                 [in, out, list, reduction](Work&, RoutedComm& comm) {
-                   std::shared_ptr<StagedList> source = in;
-                   if (!source) {
-                     source = std::make_shared<StagedList>(reduction.premultiplied(list),
-                                                           /*copy_in=*/true);
-                   }
-                   domino_buffer_t recv = out->buffer();
-                   comm.collective(make_call(topology::Collective::kReduceScatter, source->buffer(),
-                                             recv, reduction.op));
-                   out->publish();
-                 });
+  return impl_->enqueue({.op = "reduce_scatter",
+                         .type = c10d::OpType::REDUCE_SCATTER,
+                         .tensors = Impl::OpTensors(outputs, list),
+                         .device = device,
+                         .blocking = is_blocking(opts),
+                         .host_only = needs_host(reduction.op, outputs[0])},
+                        [in, out, list, reduction](Work&, RoutedComm& comm) {
+                          std::shared_ptr<StagedList> source = in;
+                          if (!source) {
+                            source = std::make_shared<StagedList>(reduction.premultiplied(list),
+                                                                  /*copy_in=*/true);
+                          }
+                          domino_buffer_t recv = out->buffer();
+                          comm.collective(make_call(topology::Collective::kReduceScatter,
+                                                    source->buffer(), recv, reduction.op));
+                          out->publish();
+                        });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::_reduce_scatter_base(
     at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) {
-  const OpSite at = where("reduce_scatter_tensor");
+  const OpSite at = impl_->where("reduce_scatter_tensor");
   TORCH_CHECK(input.numel() == output.numel() * size_, at, ": input has ", input.numel(),
               " elements, expected output (", output.numel(), ") x ", size_, " ranks");
   TORCH_CHECK(output.scalar_type() == input.scalar_type(), at, ": output dtype ",
@@ -269,19 +273,20 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::_reduce_scatter_base(
   auto out = std::make_shared<StagedTensor>(output, /*copy_in=*/false);
   const std::vector<at::Tensor> tensors_of_op{input, output};
   const auto device = device_of(at, {&tensors_of_op});
-  return enqueue({.op = "reduce_scatter_tensor",
-                  .type = c10d::OpType::_REDUCE_SCATTER_BASE,
-                  .tensors = OpTensors({output}, {input}),
-                  .device = device,
-                  .blocking = is_blocking(opts),
-                  .host_only = needs_host(reduction.op, input)},
-                 [input, out, reduction](Work&, RoutedComm& comm) {
-                   StagedTensor in(reduction.premultiply ? reduction.premultiplied(input) : input);
-                   domino_buffer_t recv = out->buffer();
-                   comm.collective(make_call(topology::Collective::kReduceScatter, in.buffer(),
-                                             recv, reduction.op));
-                   out->publish();
-                 });
+  return impl_->enqueue(
+      {.op = "reduce_scatter_tensor",
+       .type = c10d::OpType::_REDUCE_SCATTER_BASE,
+       .tensors = Impl::OpTensors({output}, {input}),
+       .device = device,
+       .blocking = is_blocking(opts),
+       .host_only = needs_host(reduction.op, input)},
+      [input, out, reduction](Work&, RoutedComm& comm) {
+        StagedTensor in(reduction.premultiply ? reduction.premultiplied(input) : input);
+        domino_buffer_t recv = out->buffer();
+        comm.collective(
+            make_call(topology::Collective::kReduceScatter, in.buffer(), recv, reduction.op));
+        out->publish();
+      });
 }
 
 namespace {
@@ -344,7 +349,7 @@ void split_layout(const at::Tensor& t, const std::vector<int64_t>& splits, int s
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::alltoall_base(
     at::Tensor& output, at::Tensor& input, std::vector<int64_t>& output_splits,
     std::vector<int64_t>& input_splits, const c10d::AllToAllOptions& opts) {
-  const OpSite at = where("all_to_all_single");
+  const OpSite at = impl_->where("all_to_all_single");
   TORCH_CHECK(output.scalar_type() == input.scalar_type(), at, ": output dtype ",
               output.scalar_type(), " differs from input dtype ", input.scalar_type());
   auto layout = std::make_shared<AlltoallLayout>();
@@ -358,22 +363,22 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::alltoall_base(
   auto out = std::make_shared<StagedTensor>(output, /*copy_in=*/false);
   const std::vector<at::Tensor> tensors_of_op{input, output};
   const auto device = device_of(at, {&tensors_of_op});
-  return enqueue({.op = "all_to_all_single",
-                  .type = c10d::OpType::ALLTOALL_BASE,
-                  .tensors = OpTensors({output}, {input}),
-                  .device = device,
-                  .blocking = is_blocking(opts)},
-                 [in, out, layout](Work&, RoutedComm& comm) {
-                   domino_buffer_t recv = out->buffer();
-                   layout->run(comm, in->buffer(), recv);
-                   out->publish();
-                 });
+  return impl_->enqueue({.op = "all_to_all_single",
+                         .type = c10d::OpType::ALLTOALL_BASE,
+                         .tensors = Impl::OpTensors({output}, {input}),
+                         .device = device,
+                         .blocking = is_blocking(opts)},
+                        [in, out, layout](Work&, RoutedComm& comm) {
+                          domino_buffer_t recv = out->buffer();
+                          layout->run(comm, in->buffer(), recv);
+                          out->publish();
+                        });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::alltoall(std::vector<at::Tensor>& outputs,
                                                             std::vector<at::Tensor>& inputs,
                                                             const c10d::AllToAllOptions& opts) {
-  const OpSite at = where("all_to_all");
+  const OpSite at = impl_->where("all_to_all");
   TORCH_CHECK(
       outputs.size() == static_cast<size_t>(size_) && inputs.size() == static_cast<size_t>(size_),
       at, ": expected ", size_, " input and output tensors, got ", inputs.size(), " and ",
@@ -387,54 +392,55 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::alltoall(std::vector<at::Tens
   auto in = std::make_shared<StagedList>(inputs, /*copy_in=*/true);
   auto out = std::make_shared<StagedList>(outputs, /*copy_in=*/false);
   const auto device = device_of(at, {&inputs, &outputs});
-  return enqueue({.op = "all_to_all",
-                  .type = c10d::OpType::ALLTOALL,
-                  .tensors = OpTensors(outputs, inputs),
-                  .device = device,
-                  .blocking = is_blocking(opts)},
-                 [in, out, layout](Work&, RoutedComm& comm) {
-                   domino_buffer_t recv = out->buffer();
-                   layout->run(comm, in->buffer(), recv);
-                   out->publish();
-                 });
+  return impl_->enqueue({.op = "all_to_all",
+                         .type = c10d::OpType::ALLTOALL,
+                         .tensors = Impl::OpTensors(outputs, inputs),
+                         .device = device,
+                         .blocking = is_blocking(opts)},
+                        [in, out, layout](Work&, RoutedComm& comm) {
+                          domino_buffer_t recv = out->buffer();
+                          layout->run(comm, in->buffer(), recv);
+                          out->publish();
+                        });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::send(std::vector<at::Tensor>& tensors,
                                                         int dst_rank, int tag) {
-  const OpSite at = where("send");
+  const OpSite at = impl_->where("send");
   require_one("send", tensors, at);
   TORCH_CHECK(dst_rank >= 0 && dst_rank < size_ && dst_rank != rank_, at, ": destination ",
               dst_rank, " is not another rank of this group of ", size_);
   StagedTensor staged(tensors[0]);
   const auto device = device_of(at, {&tensors});
-  return enqueue(
-      {.op = "send",
-       .type = c10d::OpType::SEND,
-       .tensors = tensors,
-       .device = device,
-       .route = Route::kSend,
-       .peer = dst_rank},
-      [this, staged, dst_rank, tag, device](Work&, RoutedComm& comm) mutable {
-        const DeviceSession* session = DeviceSession::current();
-        if (session != nullptr && !session->staged) {
-          std::unique_lock<std::mutex> hold;
-          device_->peer_communicator(dst_rank, /*sending=*/true, *device, session->stream, &hold)
-              .send(staged.buffer(), rank_ < dst_rank ? 1 : 0, tag);
-          return;
-        }
-        comm.send(staged.buffer(), dst_rank, tag);
-      });
+  return impl_->enqueue({.op = "send",
+                         .type = c10d::OpType::SEND,
+                         .tensors = tensors,
+                         .device = device,
+                         .route = Route::kSend,
+                         .peer = dst_rank},
+                        [this, staged, dst_rank, tag, device](Work&, RoutedComm& comm) mutable {
+                          const DeviceSession* session = DeviceSession::current();
+                          if (session != nullptr && !session->staged) {
+                            std::unique_lock<std::mutex> hold;
+                            impl_->device_
+                                ->peer_communicator(dst_rank, /*sending=*/true, *device,
+                                                    session->stream, &hold)
+                                .send(staged.buffer(), rank_ < dst_rank ? 1 : 0, tag);
+                            return;
+                          }
+                          comm.send(staged.buffer(), dst_rank, tag);
+                        });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::recv(std::vector<at::Tensor>& tensors,
                                                         int src_rank, int tag) {
-  const OpSite at = where("recv");
+  const OpSite at = impl_->where("recv");
   require_one("recv", tensors, at);
   TORCH_CHECK(src_rank >= 0 && src_rank < size_ && src_rank != rank_, at, ": source ", src_rank,
               " is not another rank of this group of ", size_);
   StagedTensor staged(tensors[0], /*copy_in=*/false);
   const auto device = device_of(at, {&tensors});
-  return enqueue(
+  return impl_->enqueue(
       {.op = "recv",
        .type = c10d::OpType::RECV,
        .tensors = tensors,
@@ -446,7 +452,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::recv(std::vector<at::Tensor>&
         const DeviceSession* session = DeviceSession::current();
         if (session != nullptr && !session->staged) {
           std::unique_lock<std::mutex> hold;
-          device_->peer_communicator(src_rank, /*sending=*/false, *device, session->stream, &hold)
+          impl_->device_
+              ->peer_communicator(src_rank, /*sending=*/false, *device, session->stream, &hold)
               .recv(buffer, rank_ < src_rank ? 1 : 0, tag);
           work.set_source_rank(src_rank);
         } else {
@@ -458,56 +465,61 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::recv(std::vector<at::Tensor>&
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::recvAnysource(std::vector<at::Tensor>& tensors,
                                                                  int tag) {
-  const OpSite at = where("recv from any source");
+  const OpSite at = impl_->where("recv from any source");
   require_one("recv", tensors, at);
   TORCH_CHECK(size_ > 1, at, ": a group of one rank has nobody to receive from");
   StagedTensor staged(tensors[0], /*copy_in=*/false);
   const auto device = device_of(at, {&tensors});
   // The sender cannot know whom NCCL would pair it with: CUDA any-source receives need every
   // CUDA send of the group to go through host memory.
-  TORCH_CHECK(
-      !device || !has_device_transport() || settings_.gpu_transport == GpuTransport::kStaged, at,
-      ": receiving from any source into a ", tensors[0].device(),
-      " tensor is not possible over NCCL; name the source rank, receive into a CPU "
-      "tensor, or set DOMINO_GPU_TRANSPORT=staged");
-  return enqueue({.op = "recv",
-                  .type = c10d::OpType::RECVANYSOURCE,
-                  .tensors = tensors,
-                  .device = device,
-                  .host_only = true,
-                  .route = Route::kRecv},
-                 [staged = std::move(staged), tag](Work& work, RoutedComm& comm) mutable {
-                   domino_buffer_t buffer = staged.buffer();
-                   work.set_source_rank(comm.recv(buffer, -1, tag));
-                   staged.publish();
-                 });
+  TORCH_CHECK(!device || !impl_->has_device_transport() ||
+                  impl_->settings_.gpu_transport == GpuTransport::kStaged,
+              at, ": receiving from any source into a ", tensors[0].device(),
+              " tensor is not possible over NCCL; name the source rank, receive into a CPU "
+              "tensor, or set DOMINO_GPU_TRANSPORT=staged");
+  return impl_->enqueue({.op = "recv",
+                         .type = c10d::OpType::RECVANYSOURCE,
+                         .tensors = tensors,
+                         .device = device,
+                         .host_only = true,
+                         .route = Route::kRecv},
+                        [staged = std::move(staged), tag](Work& work, RoutedComm& comm) mutable {
+                          domino_buffer_t buffer = staged.buffer();
+                          work.set_source_rank(comm.recv(buffer, -1, tag));
+                          staged.publish();
+                        });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::barrier(const c10d::BarrierOptions& opts) {
-  return enqueue({.op = "barrier",
-                  .type = c10d::OpType::BARRIER,
-                  .tensors = {},
-                  .blocking = is_blocking(opts)},
-                 [](Work&, RoutedComm& comm) {
-                   domino_buffer_t none{nullptr, 0, DOMINO_UINT8, -1};
-                   comm.collective(make_call(topology::Collective::kBarrier, none, none));
-                 });
+  return impl_->enqueue({.op = "barrier",
+                         .type = c10d::OpType::BARRIER,
+                         .tensors = {},
+                         .blocking = is_blocking(opts)},
+                        [](Work&, RoutedComm& comm) {
+                          domino_buffer_t none{nullptr, 0, DOMINO_UINT8, -1};
+                          comm.collective(make_call(topology::Collective::kBarrier, none, none));
+                        });
 }
 
+// Gloo's semantics: rank 0 names the ranks that did not arrive within opts.timeout (all of them
+// with waitAllRanks), the others raise once rank 0 reports a failure.
 void ProcessGroupDomino::monitoredBarrier(const c10d::BarrierOptions& opts, bool waitAllRanks) {
-  if (aborted_.load()) C10_THROW_ERROR(DistBackendError, aborted_message("monitored_barrier"));
+  Impl& group = *impl_;
+  if (group.aborted_.load()) {
+    C10_THROW_ERROR(DistBackendError, group.aborted_message("monitored_barrier"));
+  }
   const std::chrono::milliseconds budget =
-      opts.timeout == c10d::kUnsetTimeout ? timeout() : opts.timeout;
+      opts.timeout == c10d::kUnsetTimeout ? group.timeout() : opts.timeout;
   // The others wait for rank 0's verdict as long as rank 0 may take, and the group timeout at
   // least, as Gloo's do.
-  monitored_barrier(*store_,
-                    MonitoredBarrierCall{rank_, size_, monitored_barriers_++, budget,
-                                         std::max(budget, timeout()), waitAllRanks, label()});
+  monitored_barrier(*group.store_, MonitoredBarrierCall{rank_, size_, group.monitored_barriers_++,
+                                                        budget, std::max(budget, group.timeout()),
+                                                        waitAllRanks, group.label()});
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce_sparse(
     std::vector<at::Tensor>& tensors, const c10d::AllreduceOptions& opts) {
-  const OpSite at = where("all_reduce (sparse)");
+  const OpSite at = impl_->where("all_reduce (sparse)");
   require_one("allreduce", tensors, at);
   TORCH_CHECK(tensors[0].is_sparse(), at, ": the tensor has layout ", tensors[0].layout(),
               "; allreduce_sparse takes sparse COO tensors");
@@ -516,13 +528,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce_sparse(
   TORCH_CHECK(tensors[0].is_cpu(), at, ": sparse tensors on ", tensors[0].device(),
               " are not supported; all-reduce a CPU copy (tensor.cpu()) and move the result back");
   at::Tensor tensor = tensors[0];
-  return enqueue({.op = "all_reduce_sparse",
-                  .type = c10d::OpType::ALLREDUCE,
-                  .tensors = tensors,
-                  .blocking = is_blocking(opts)},
-                 [this, tensor, at](Work&, RoutedComm& comm) mutable {
-                   allreduce_sparse_sum(comm, tensor, rank_, size_, at);
-                 });
+  return impl_->enqueue({.op = "all_reduce_sparse",
+                         .type = c10d::OpType::ALLREDUCE,
+                         .tensors = tensors,
+                         .blocking = is_blocking(opts)},
+                        [this, tensor, at](Work&, RoutedComm& comm) mutable {
+                          allreduce_sparse_sum(comm, tensor, rank_, size_, at);
+                        });
 }
 
 }  // namespace domino

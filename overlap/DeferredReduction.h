@@ -5,6 +5,7 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <torch/csrc/autograd/function.h>  // NodePtr is complete for wait_node_
 #include <torch/custom_class.h>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 

@@ -9,13 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "Priority.h"
 #include "topology/CostModel.h"
 #include "topology/Router.h"
 
 namespace domino {
 
 enum class LogLevel { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3 };
-enum class Priority { kHigh, kNormal, kLow };
 // How CUDA tensors travel: NCCL when every rank has a GPU of its own, else through host memory.
 enum class GpuTransport { kAuto, kNccl, kStaged };
 
@@ -78,6 +78,5 @@ uint64_t parse_bytes(const std::string& variable, const std::string& value);
 
 // "high" | "normal" | "low" (any case); throws ConfigError naming the accepted values.
 Priority parse_priority(const std::string& name, const std::string& what = "priority");
-const char* priority_name(Priority priority);
 
 }  // namespace domino

@@ -10,7 +10,7 @@
 #include "HandleScope.h"
 #include "OverlapBindings.h"
 #include "PriorityGuard.h"
-#include "ProcessGroupDomino.h"
+#include "ProcessGroupDominoImpl.h"
 #include "Work.h"
 #include "config/SettingDeclarations.h"
 #include "config/WireSettings.h"
@@ -65,7 +65,7 @@ py::dict link_dict(const domino::topology::TransportCost& c) {
 // with their predicted times.
 py::dict routing_dict(const domino::ProcessGroupDomino& pg, const std::vector<size_t>& sizes) {
   namespace topo = domino::topology;
-  const topo::Router& router = pg.router();
+  const topo::Router& router = pg.impl().router();
   py::dict out;
   out["cost_model"] = py::dict(py::arg("intra") = link_dict(router.costs().intra),
                                py::arg("inter") = link_dict(router.costs().inter));
@@ -74,7 +74,7 @@ py::dict routing_dict(const domino::ProcessGroupDomino& pg, const std::vector<si
   out["measured_up_to_bytes"] =
       router.multi_host() && router.forced_shape() == nullptr ? domino::kPlanTrialMaxBytes : 0;
   py::list plans;
-  for (const topo::RoutingRow& row : pg.routing_report(sizes)) {
+  for (const topo::RoutingRow& row : pg.impl().routing_report(sizes)) {
     py::dict entry;
     entry["op"] = topo::collective_name(row.op);
     entry["bytes"] = row.bytes;
@@ -183,21 +183,21 @@ PYBIND11_MODULE(_C, m) {
       .def("_wire_settings",
            [](const domino::ProcessGroupDomino& pg) {
              py::dict out;
-             for (const auto& [name, value] : pg.wire_settings()) out[py::str(name)] = value;
+             for (const auto& [name, value] : pg.impl().wire_settings()) out[py::str(name)] = value;
              return out;
            })
       .def("_binding",
            [](const domino::ProcessGroupDomino& pg) {
-             const auto& b = pg.binding();
+             const auto& b = pg.impl().binding();
              py::dict out;
              out["numa"] = b.numa;
              out["cpus"] = b.cpus;
              out["nic"] = b.nic.empty() ? py::object(py::none()) : py::object(py::str(b.nic));
              // As UCX reads them: the user's UCX_NET_DEVICES or what this rank hands down.
-             const std::string& devices = pg.ucx_net_devices();
+             const std::string& devices = pg.impl().ucx_net_devices();
              out["ucx_net_devices"] =
                  devices.empty() ? py::object(py::none()) : py::object(py::str(devices));
-             out["ucx_net_devices_rule"] = pg.network_rule();
+             out["ucx_net_devices_rule"] = pg.impl().network_rule();
              return out;
            })
       .def_property_readonly("default_priority",
@@ -206,7 +206,7 @@ PYBIND11_MODULE(_C, m) {
                              })
       .def("_layout",
            [](const domino::ProcessGroupDomino& pg) {
-             const auto& l = pg.layout();
+             const auto& l = pg.impl().layout();
              py::dict out;
              py::list hosts;
              for (size_t h = 0; h < l.hosts.size(); ++h) {
@@ -221,14 +221,15 @@ PYBIND11_MODULE(_C, m) {
              out["uniform"] = l.uniform;
              return out;
            })
-      .def("_host", [](const domino::ProcessGroupDomino& pg) { return host_dict(pg.host()); })
+      .def("_host",
+           [](const domino::ProcessGroupDomino& pg) { return host_dict(pg.impl().host()); })
       .def("_cuda",
            [](const domino::ProcessGroupDomino& pg) {
              py::dict out;
-             out["path"] = pg.device_path();
-             out["nccl_built"] = pg.has_device_transport();
+             out["path"] = pg.impl().device_path();
+             out["nccl_built"] = pg.impl().has_device_transport();
              py::list streams;
-             for (const auto& s : pg.comm_streams()) {
+             for (const auto& s : pg.impl().comm_streams()) {
                py::dict entry;
                entry["lane"] = s.lane;
                entry["device"] = s.device;

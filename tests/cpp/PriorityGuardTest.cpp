@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "PriorityGuard.h"
+#include "config/Settings.h"
 
 namespace domino {
 namespace {
