@@ -131,8 +131,9 @@ class ProcessGroupDomino::Impl {
   void run_issued(IssuedOp& issued, c10::function_ref<void(Work&, RoutedComm&)> body);
   // Queues the op's job on its lane; its Work's wait() may still run it on the caller.
   void submit_issued(IssuedOp issued, std::function<void(Work&, RoutedComm&)> body);
-  // The lane's communicators, created on its first collective (in that lane's thread: every rank
-  // reaches it in the same lane order, which is the contract).
+  // The lane's communicators, created on its first collective by whichever thread runs that job
+  // (the lane's, or a caller running it at issue or in wait()): every rank reaches it in the same
+  // lane order, which is the contract.
   RoutedComm& communicator(int lane);
   // What every communicator over members (group ranks, ascending) is told; name, bootstrap and
   // *global (filled with the members' global ranks) must outlive the config.
