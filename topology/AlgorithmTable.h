@@ -3,8 +3,9 @@
 // parsing, the router's choice and prediction, the report and the transports' run all read it.
 // Every entry is added from its algorithm's own file: one over PeerLinks through
 // plugins/algorithms/Registration.h, a path of the shared-memory transport through
-// plugins/shm/ShmAlgorithms.h. Both libraries are linked whole, so wherever the router is linked
-// the table holds them all. Torch-free.
+// plugins/shm/ShmAlgorithms.h. Both libraries are linked whole into the transports (libdomino
+// and the C++ tests), so there the table holds them all; a binary that links the topology
+// library alone sees none of them. Torch-free.
 #pragma once
 
 #include <cstddef>

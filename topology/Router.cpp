@@ -46,8 +46,15 @@ Router::Router(GroupLayout layout, CostModel costs, RouterOptions options)
 
 bool Router::feasible(const PlanShape& shape, Collective op) const {
   const Plan* plan = shape.template_for(op);
-  return plan != nullptr && shape.feasible(layout_, &shape == forced_) &&
-         (!plan->needs_uniform || layout_.uniform);
+  if (plan == nullptr || !shape.feasible(layout_, &shape == forced_) ||
+      (plan->needs_uniform && !layout_.uniform)) {
+    return false;
+  }
+  // A lane builds host, rail and leaders communicators only for a group across hosts
+  // (RoutedComm), so on one host a shape that steps on them could not run as written.
+  return multi_host() || std::all_of(plan->steps.begin(), plan->steps.end(), [](const Step& s) {
+           return s.action != Action::kCollective || s.level == Level::kGroup;
+         });
 }
 
 std::string Router::inter_name(std::string_view name) const {

@@ -242,7 +242,7 @@ void RoutedComm::run_steps(const topology::Plan& plan, const Call& call) {
     Communicator* comm = step.action == Action::kCollective ? level_comm(step.level) : nullptr;
     if (comm == nullptr) {
       // A local copy, or a collective among this rank alone (a host of one rank).
-      if (step.action == Action::kCollective && step.level != Level::kHost) {
+      if (step.action == Action::kCollective && (step.level != Level::kHost || me.host_ranks > 1)) {
         throw std::logic_error(std::string("plan step on ") + topology::level_name(step.level) +
                                " reached rank " + std::to_string(rank_) + ", which has none");
       }

@@ -16,8 +16,8 @@
 //   }
 //   }  // namespace domino::shm
 //
-// The shared-memory library is linked whole (CMake's WHOLE_ARCHIVE), so a file nothing calls
-// still registers, in every binary that links the router.
+// The shared-memory library is linked whole (CMake's WHOLE_ARCHIVE) into the transports, so a
+// file nothing calls still registers in every binary that links them (libdomino, the C++ tests).
 #pragma once
 
 #include <string_view>

@@ -20,7 +20,7 @@ void ShmCommunicator::collective(const domino_call_t& call, const char* algorith
   const auto op = static_cast<Op>(call.op);
   if (call.op >= topology::kCollectiveCount) refuse(op, "cannot run op " + std::to_string(call.op));
   std::string_view name;
-  if (algorithm != nullptr) {
+  if (algorithm != nullptr && algorithm[0] != '\0') {
     name = algorithm;
   } else {
     // The message as the router sizes it (AlgorithmTable.h); a buffer the op has none of is NULL.

@@ -182,5 +182,31 @@ TEST(AddedPlan, AMalformedOrTakenShapeIsRefused) {
   EXPECT_EQ(topology::plan_shapes().size(), shapes);
 }
 
+// Last in this binary: it registers a shape the tests above must not see. A lane builds host,
+// rail and leaders communicators only across hosts, so on one host a shape that steps on them is
+// no candidate and cannot be forced, whatever its own layout rule says (it would otherwise take
+// its host step for a copy on a rank alone and return wrong sums).
+TEST(AddedPlan, OnOneHostAShapeThatStepsOnLevelsIsNoCandidate) {
+  topology::PlanShape anywhere = shape_of("rail_anywhere", rail_gather());
+  anywhere.feasible = [](const topology::GroupLayout&, bool) { return true; };
+  topology::add_plan_shape(anywhere);
+  const topology::GroupLayout one_host = topology::layout_from_host_ids({"a", "a", "a"});
+  const topology::Router router(one_host, {}, {});
+  for (const topology::Plan& p : router.candidates(Collective::kGather, 1 << 20)) {
+    EXPECT_NE(p.shape, "rail_anywhere");
+  }
+  topology::RouterOptions options;
+  options.forced_plan = "rail_anywhere";
+  const topology::Router forced(one_host, {}, options);
+  EXPECT_NE(forced.choose(Collective::kGather, 1 << 20).shape, "rail_anywhere");
+  // Across hosts it is a candidate as its rule says.
+  const topology::Router hosts(topology::layout_from_host_ids(kTwoByThree), {}, {});
+  bool offered = false;
+  for (const topology::Plan& p : hosts.candidates(Collective::kGather, 1 << 20)) {
+    offered = offered || p.shape == "rail_anywhere";
+  }
+  EXPECT_TRUE(offered);
+}
+
 }  // namespace
 }  // namespace domino
