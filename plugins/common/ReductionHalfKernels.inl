@@ -7,9 +7,9 @@
 //
 // V provides: kWidth (float lanes), type F, load_bf16 / store_bf16 / load_f16 / store_f16 over
 // kWidth 16-bit elements, add, mul, min_first_if_less (a < b ? a : b), max_first_if_greater
-// (a > b ? a : b) and splat. It may provide load_pair_bf16 / store_pair_bf16 over 2 * kWidth
-// (two vectors holding those elements in any order the pair's store undoes, since every
-// operation is per element); without them a pair is two singles.
+// (a > b ? a : b) and splat. It may provide load_pair_bf16 / store_pair_bf16 / store_pair_f16
+// over 2 * kWidth (two vectors holding those elements in any order the pair's store undoes,
+// since every operation is per element); without them a pair is two singles.
 
 namespace half {
 
@@ -57,8 +57,12 @@ struct F16 {
   }
   template <class V>
   static void store_pair(uint16_t* p, typename V::F a, typename V::F b) {
-    store<V>(p, a);
-    store<V>(p + V::kWidth, b);
+    if constexpr (requires { V::store_pair_f16(p, a, b); }) {
+      V::store_pair_f16(p, a, b);
+    } else {
+      store<V>(p, a);
+      store<V>(p + V::kWidth, b);
+    }
   }
 };
 
