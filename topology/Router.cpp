@@ -117,24 +117,9 @@ double Router::inter_allreduce(int ranks, double bytes, int flows, std::string* 
 
 double Router::intra_seconds(Collective op, int ranks, double n) const {
   if (ranks <= 1) return 0;
-  const TransportCost& s = costs_.intra;
-  const double s_alpha = alpha_seconds(s), s_beta = seconds_per_byte(s);
-  // A reduce-scatter or all-gather of `whole` bytes in all: each rank moves all but its share.
-  auto part = [&](double whole) { return s_alpha + (ranks - 1.0) / ranks * whole * s_beta; };
-  switch (op) {
-    case Collective::kAllReduce:
-      return 2 * part(n);
-    case Collective::kAllGather:
-    case Collective::kReduceScatter:
-      return part(n * ranks);
-    case Collective::kGather:
-    case Collective::kScatter:
-      return s_alpha + (ranks - 1.0) * n * s_beta;  // the root's own block stays put
-    case Collective::kBarrier:
-      return s_alpha;
-    default:
-      return s_alpha + n * s_beta;
-  }
+  const Movement moved = plain_movement(op, ranks);
+  return moved.latencies * alpha_seconds(costs_.intra) +
+         moved.messages * n * seconds_per_byte(costs_.intra);
 }
 
 namespace {

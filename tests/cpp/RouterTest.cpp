@@ -227,6 +227,29 @@ TEST(Router, APlanIsItsStepsWithTheAlgorithmEachHandsDown) {
   EXPECT_THROW(router.plan("leader", Collective::kAllToAll, 64), std::invalid_argument);
 }
 
+TEST(Router, AnInHostTransportOfItsOwnIsPricedByWhatEachOpMoves) {
+  // Four ranks on one host through a transport with no table entries: a latency and the other
+  // ranks' blocks for the ops that gather or spread them, two latencies and twice all but one
+  // share for an all-reduce, a latency and the message for the rest, a latency for a barrier.
+  RouterOptions own;
+  own.intra_home = std::nullopt;
+  const CostModel costs;
+  const Router router(kOneHost, costs, own);
+  const double alpha = alpha_seconds(costs.intra), beta = seconds_per_byte(costs.intra);
+  const double n = 1 << 20;
+  const auto predicted = [&](Collective op) {
+    return router.choose(op, static_cast<size_t>(n)).predicted_us * 1e-6;
+  };
+  EXPECT_DOUBLE_EQ(predicted(Collective::kAllReduce), 2 * alpha + 2 * 3.0 / 4 * n * beta);
+  for (Collective op : {Collective::kAllGather, Collective::kReduceScatter, Collective::kGather,
+                        Collective::kScatter}) {
+    EXPECT_DOUBLE_EQ(predicted(op), alpha + 3 * n * beta) << collective_name(op);
+  }
+  for (Collective op : {Collective::kBroadcast, Collective::kReduce, Collective::kAllToAll})
+    EXPECT_DOUBLE_EQ(predicted(op), alpha + n * beta) << collective_name(op);
+  EXPECT_DOUBLE_EQ(predicted(Collective::kBarrier), alpha);
+}
+
 TEST(Router, AForcedInHostAlgorithmNamesTheOneHostAllReduceAndPricesItByTheTable) {
   RouterOptions ring;
   ring.forced_intra_algorithm = "ring";
