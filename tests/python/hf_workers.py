@@ -11,10 +11,11 @@ from torch_domino import overlap as ov
 
 def _hf_model(family: str):
     import transformers
-    if family == "gpt2":
+    if family.startswith("gpt2"):  # gpt2_unscaled: scores not divided by sqrt(head_dim)
         torch.manual_seed(11)
         model = transformers.GPT2LMHeadModel(transformers.GPT2Config(
-            n_embd=64, n_layer=2, n_head=8, vocab_size=64, n_positions=32))
+            n_embd=64, n_layer=2, n_head=8, vocab_size=64, n_positions=32,
+            scale_attn_weights=family != "gpt2_unscaled"))
         with torch.no_grad():
             for name, p in model.named_parameters():
                 if ".ln_" in name and name.endswith("weight"):
@@ -95,6 +96,14 @@ def refusals(rank: int, world: int) -> dict:
         out["window"] = ""
     except ValueError as e:
         out["window"] = str(e)
+    layer_scaled = transformers.GPT2Model(transformers.GPT2Config(
+        n_embd=32, n_layer=1, n_head=4, vocab_size=16, n_positions=8,
+        scale_attn_by_inverse_layer_idx=True))
+    try:
+        ov.from_hf(layer_scaled)
+        out["layer_scale"] = ""
+    except ValueError as e:
+        out["layer_scale"] = str(e)
     opt = transformers.OPTModel(transformers.OPTConfig(hidden_size=32, num_hidden_layers=1,
                                                        num_attention_heads=4, ffn_dim=64,
                                                        vocab_size=16, word_embed_proj_dim=32))

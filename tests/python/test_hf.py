@@ -17,12 +17,13 @@ pytest.importorskip("transformers")
     ("qwen2", 1, {}), ("qwen2", 2, {"split": "column", "column_chunks": 2}),
     ("gpt2", 1, {}), ("gpt2", 2, {"split": "2d", "micro_batches": 2, "column_chunks": 2}),
     ("gpt2", 4, {}), ("llama", 2, {"split": "row", "sequence_parallel": True}),
-    ("gpt2", 2, {"split": "column", "column_chunks": 2, "sequence_parallel": True})])
+    ("gpt2", 2, {"split": "column", "column_chunks": 2, "sequence_parallel": True}),
+    ("gpt2_unscaled", 2, {"split": "2d", "micro_batches": 2})])
 def test_from_hf_computes_the_models_last_hidden_state(family, tp, schedule):
     for rank, report in enumerate(assert_all_ok(run_ranks(tp, "hf_workers.matches_hf", family,
                                                           schedule, timeout=300))):
         # The model's key/value heads became query groups (GPT-2 has none: all 8 heads).
-        assert report["heads"] == (8 if family == "gpt2" else 4)
+        assert report["heads"] == (8 if family.startswith("gpt2") else 4)
         assert report["err"] <= 1e-5 * max(report["scale"], 1.0), (rank, report)
 
 
@@ -34,6 +35,7 @@ def test_what_from_hf_cannot_reproduce_is_refused_by_name():
     assert "sliding attention window (4096 tokens)" in report["window"], report
     assert "rope_type='linear'" in report["rope"], report
     assert "not a supported family" in report["family"] and "(opt)" in report["family"], report
+    assert "scale_attn_by_inverse_layer_idx=True" in report["layer_scale"], report
 
 
 @pytest.mark.parametrize("family,tp", [("llama", 2), ("qwen2", 2), ("llama", 1), ("gpt2", 2)])

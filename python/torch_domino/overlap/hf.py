@@ -21,15 +21,18 @@ def _gpt2_config(cfg, schedule: dict, dtype: str) -> TransformerConfig:
     if cfg.activation_function not in ("gelu_new", "gelu_pytorch_tanh", "gelu"):
         raise ValueError(f"from_hf: GPT-2 with activation_function={cfg.activation_function!r}; "
                          "supported: gelu_new, gelu_pytorch_tanh, gelu")
-    if getattr(cfg, "scale_attn_by_inverse_layer_idx", False) or not getattr(
-            cfg, "scale_attn_weights", True):
-        raise ValueError("from_hf: GPT-2 with attention scaled other than by 1/sqrt(head_dim)")
+    if getattr(cfg, "scale_attn_by_inverse_layer_idx", False):
+        raise ValueError("from_hf: GPT-2 with scale_attn_by_inverse_layer_idx=True scales each "
+                         "layer's attention differently; a DominoTransformer has one "
+                         "softmax_scale for all layers")
+    # scale_attn_weights=False: scores are not divided by sqrt(head_dim).
+    unscaled = {} if getattr(cfg, "scale_attn_weights", True) else {"softmax_scale": 1.0}
     fields = dict(
         hidden_size=cfg.n_embd, num_attention_heads=cfg.n_head, num_layers=cfg.n_layer,
         ffn_hidden_size=cfg.n_inner or 4 * cfg.n_embd,
         activation="gelu" if cfg.activation_function == "gelu" else "gelu_tanh",
         normalization="layernorm", rotary=False, bias=True, norm_epsilon=cfg.layer_norm_epsilon,
-        params_dtype=dtype)
+        params_dtype=dtype, **unscaled)
     return TransformerConfig(**{**fields, **schedule})
 
 
@@ -70,7 +73,8 @@ def from_hf(model: nn.Module, group: Optional[dist.ProcessGroup] = None, **sched
     the user's. ``schedule`` sets the Domino fields (``split``, ``micro_batches``,
     ``column_chunks``, ``overlap``, dropout, ``seed``). Families: Llama 2/3 and Mistral-style
     GQA (``model_type`` llama, mistral), Qwen2 (biases on q, k and v only) and GPT-2 (LayerNorm,
-    the tanh-approximate gelu, Conv1D weights, biases everywhere). A model this
+    the tanh-approximate gelu, Conv1D weights, biases everywhere; ``scale_attn_weights=False``
+    becomes ``softmax_scale=1.0``). A model this
     cannot reproduce (another family, rope scaling, other biases, an activation other than
     SiLU, a head dimension other than ``hidden_size / heads``, a sliding window) raises
     ``ValueError`` naming what differs.
