@@ -418,14 +418,15 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::send(std::vector<at::Tensor>&
                          .device = device,
                          .route = Route::kSend,
                          .peer = dst_rank},
-                        [this, staged, dst_rank, tag, device](Work&, RoutedComm& comm) mutable {
+                        [impl = impl_.get(), rank = rank_, staged, dst_rank, tag, device](
+                            Work&, RoutedComm& comm) mutable {
                           const DeviceSession* session = DeviceSession::current();
                           if (session != nullptr && !session->staged) {
                             std::unique_lock<std::mutex> hold;
-                            impl_->device_
+                            impl->device_
                                 ->peer_communicator(dst_rank, /*sending=*/true, *device,
                                                     session->stream, &hold)
-                                .send(staged.buffer(), rank_ < dst_rank ? 1 : 0, tag);
+                                .send(staged.buffer(), rank < dst_rank ? 1 : 0, tag);
                             return;
                           }
                           comm.send(staged.buffer(), dst_rank, tag);
@@ -440,27 +441,28 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::recv(std::vector<at::Tensor>&
               " is not another rank of this group of ", size_);
   StagedTensor staged(tensors[0], /*copy_in=*/false);
   const auto device = device_of(at, {&tensors});
-  return impl_->enqueue(
-      {.op = "recv",
-       .type = c10d::OpType::RECV,
-       .tensors = tensors,
-       .device = device,
-       .route = Route::kRecv,
-       .peer = src_rank},
-      [this, staged, src_rank, tag, device](Work& work, RoutedComm& comm) mutable {
-        domino_buffer_t buffer = staged.buffer();
-        const DeviceSession* session = DeviceSession::current();
-        if (session != nullptr && !session->staged) {
-          std::unique_lock<std::mutex> hold;
-          impl_->device_
-              ->peer_communicator(src_rank, /*sending=*/false, *device, session->stream, &hold)
-              .recv(buffer, rank_ < src_rank ? 1 : 0, tag);
-          work.set_source_rank(src_rank);
-        } else {
-          work.set_source_rank(comm.recv(buffer, src_rank, tag));
-        }
-        staged.publish();
-      });
+  return impl_->enqueue({.op = "recv",
+                         .type = c10d::OpType::RECV,
+                         .tensors = tensors,
+                         .device = device,
+                         .route = Route::kRecv,
+                         .peer = src_rank},
+                        [impl = impl_.get(), rank = rank_, staged, src_rank, tag, device](
+                            Work& work, RoutedComm& comm) mutable {
+                          domino_buffer_t buffer = staged.buffer();
+                          const DeviceSession* session = DeviceSession::current();
+                          if (session != nullptr && !session->staged) {
+                            std::unique_lock<std::mutex> hold;
+                            impl->device_
+                                ->peer_communicator(src_rank, /*sending=*/false, *device,
+                                                    session->stream, &hold)
+                                .recv(buffer, rank < src_rank ? 1 : 0, tag);
+                            work.set_source_rank(src_rank);
+                          } else {
+                            work.set_source_rank(comm.recv(buffer, src_rank, tag));
+                          }
+                          staged.publish();
+                        });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::recvAnysource(std::vector<at::Tensor>& tensors,
@@ -532,8 +534,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::allreduce_sparse(
                          .type = c10d::OpType::ALLREDUCE,
                          .tensors = tensors,
                          .blocking = is_blocking(opts)},
-                        [this, tensor, at](Work&, RoutedComm& comm) mutable {
-                          allreduce_sparse_sum(comm, tensor, rank_, size_, at);
+                        [rank = rank_, size = size_, tensor, at](Work&, RoutedComm& comm) mutable {
+                          allreduce_sparse_sum(comm, tensor, rank, size, at);
                         });
 }
 
