@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "PlanShapes.h"
+
 namespace domino::topology {
 
 namespace {
@@ -25,8 +27,25 @@ const std::vector<AlgorithmEntry>& algorithm_table() {
   return entries();
 }
 
+bool is_algo_word(std::string_view name) {
+  return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
 void add_algorithm(AlgorithmEntry entry) {
+  if (!is_algo_word(entry.name)) {
+    throw std::logic_error("algorithm '" + std::string(entry.name) +
+                           "' is not made of lowercase letters, digits and '_' (DOMINO_ALGO "
+                           "lowercases what it is given, so it could never name it); rename it");
+  }
   for (std::string_view op : entry.ops) {
+    // DOMINO_ALGO reads a word as a plan before an all-reduce algorithm.
+    if (op == "all_reduce" && forces_a_plan(entry.name)) {
+      throw std::logic_error("all-reduce algorithm '" + std::string(entry.name) +
+                             "' has the DOMINO_ALGO word of a plan shape, which would hide it; "
+                             "rename it");
+    }
     if (find_algorithm(entry.name, op, entry.home) != nullptr) {
       throw std::logic_error("two algorithms named '" + std::string(entry.name) + "' serve " +
                              std::string(op) + "; rename one");

@@ -46,8 +46,14 @@ struct AlgorithmEntry {
 // static initialization is over.
 const std::vector<AlgorithmEntry>& algorithm_table();
 // Adds entry (during static initialization). Throws std::logic_error for a name that already
-// serves one of its ops at its home.
+// serves one of its ops at its home, one DOMINO_ALGO cannot spell (is_algo_word), or an
+// all-reduce's name that is a plan shape's DOMINO_ALGO word (add_plan_shape refuses the
+// converse, so whichever registers second is refused).
 void add_algorithm(AlgorithmEntry entry);
+
+// Whether a registered name can be given in DOMINO_ALGO, which lowercases what it is given:
+// lowercase letters, digits and '_', not empty.
+bool is_algo_word(std::string_view name);
 // The entry named `name` serving `op` at `home`; nullptr if none.
 const AlgorithmEntry* find_algorithm(std::string_view name, std::string_view op,
                                      AlgorithmHome home);

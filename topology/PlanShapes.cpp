@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "AlgorithmTable.h"
+
 namespace domino::topology {
 
 namespace {
@@ -94,11 +96,26 @@ const std::vector<PlanShape>& plan_shapes() {
 bool add_plan_shape(PlanShape shape) {
   const std::string what = "plan shape '" + std::string(shape.name) + "'";
   if (shape.name.empty()) throw std::invalid_argument("a plan shape needs a name");
+  if (!is_algo_word(shape.name) || !is_algo_word(shape.forced_name())) {
+    throw std::invalid_argument(what + " or its DOMINO_ALGO word '" +
+                                std::string(shape.forced_name()) +
+                                "' is not made of lowercase letters, digits and '_' (DOMINO_ALGO "
+                                "lowercases what it is given, so it could never name it); "
+                                "rename it");
+  }
   // A word that already forces other shapes would take this one in with them, or be taken.
   if (answers_to(shape.name) || find_plan_shape(shape.forced_name()) != nullptr) {
     throw std::invalid_argument(what + " or its DOMINO_ALGO word '" +
                                 std::string(shape.forced_name()) +
                                 "' is another plan shape's already; rename it");
+  }
+  // DOMINO_ALGO reads a word as a plan before an algorithm: one would hide the other.
+  for (AlgorithmHome home : {AlgorithmHome::kLinks, AlgorithmHome::kShm}) {
+    if (find_algorithm(shape.forced_name(), "all_reduce", home) != nullptr) {
+      throw std::invalid_argument(what + " or its DOMINO_ALGO word '" +
+                                  std::string(shape.forced_name()) +
+                                  "' names an all-reduce algorithm already; rename it");
+    }
   }
   if (shape.feasible == nullptr) {
     throw std::invalid_argument(what + " says nothing of the layouts it serves (feasible)");

@@ -106,6 +106,21 @@ TEST(AddedAlgorithm, TheRouterChoosesItWhereItIsCheapestAndTheReportNamesIt) {
   EXPECT_EQ(parse_settings({{"DOMINO_ALGO", "flat,star"}}).settings.inter_algorithm, "star");
 }
 
+TEST(AddedAlgorithm, ANameDominoAlgoCouldNotGiveIsRefused) {
+  const size_t entries = topology::algorithm_table().size();
+  auto named = [](std::string_view name) {
+    return topology::AlgorithmEntry{
+        name, "refused", {"all_reduce"}, topology::AlgorithmHome::kLinks, star_seconds};
+  };
+  auto nothing = [](algorithms::PeerLinks&, const domino_call_t&) {};
+  // DOMINO_ALGO lowercases what it is given, and reads a plan's word before an algorithm's.
+  EXPECT_THROW(algorithms::register_algorithm(named("Star2"), nothing), std::logic_error);
+  EXPECT_THROW(algorithms::register_algorithm(named("star-2"), nothing), std::logic_error);
+  EXPECT_THROW(algorithms::register_algorithm(named("hierarchical"), nothing), std::logic_error);
+  EXPECT_THROW(algorithms::register_algorithm(named("flat"), nothing), std::logic_error);
+  EXPECT_EQ(topology::algorithm_table().size(), entries);
+}
+
 TEST(AddedAlgorithm, ItRunsOverUcxWhenTheRouterHandsItDown) {
   topology::RouterOptions flat;
   flat.forced_plan = "flat_inter";

@@ -150,6 +150,15 @@ TEST(AddedPlan, AMalformedOrTakenShapeIsRefused) {
   EXPECT_THROW(topology::add_plan_shape(shape_of("flat", rail_gather())),  // DOMINO_ALGO's word
                std::invalid_argument);
   EXPECT_THROW(topology::add_plan_shape(shape_of("", rail_gather())), std::invalid_argument);
+  // DOMINO_ALGO lowercases what it is given, and reads a plan's word before an algorithm's.
+  EXPECT_THROW(topology::add_plan_shape(shape_of("Rail_Gather", rail_gather())),
+               std::invalid_argument);
+  topology::PlanShape shouting = shape_of("rail_gather", rail_gather());
+  shouting.forced_as = "RAIL";
+  EXPECT_THROW(topology::add_plan_shape(shouting), std::invalid_argument);
+  EXPECT_THROW(topology::add_plan_shape(shape_of("rabenseifner", rail_gather())),
+               std::invalid_argument);
+  EXPECT_THROW(topology::add_plan_shape(shape_of("rsag", rail_gather())), std::invalid_argument);
   topology::PlanShape no_layouts = shape_of("broken", rail_gather());
   no_layouts.feasible = nullptr;
   EXPECT_THROW(topology::add_plan_shape(no_layouts), std::invalid_argument);
