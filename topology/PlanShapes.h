@@ -54,8 +54,8 @@ const std::vector<PlanShape>& plan_shapes();
 // Adds shape (during static initialization, or at least before any router is made: routers
 // keep pointers to the shapes, and routing does not lock the list). Returns true, for a
 // namespace-scope initializer. Throws std::invalid_argument for an empty or taken name (or
-// DOMINO_ALGO word), a name or word DOMINO_ALGO cannot spell (is_algo_word) or that names an
-// all-reduce algorithm, no feasibility rule, no template, two templates for one op, or a malformed
+// DOMINO_ALGO word), a name or word DOMINO_ALGO cannot spell (is_algo_word), a word that names
+// an all-reduce algorithm, no feasibility rule, no template, two templates for one op, or a malformed
 // template: a step that reads a scratch buffer nothing wrote before it, a rooted step with no
 // root, a step on the whole group in a template that is not that one step, a rail step in a
 // template that does not need a uniform layout, a leaders step that not only the leaders take,
