@@ -15,6 +15,7 @@ namespace {
 // Eight float32 lanes; 16-bit floats widened with F16C (float16) or a shift (bfloat16).
 struct Lanes {
   static constexpr size_t kWidth = 8;
+  static constexpr int kToNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
   using F = __m256;
   static F load_f16(const uint16_t* p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
@@ -23,20 +24,23 @@ struct Lanes {
     // A NaN becomes float32's quiet NaN first, which converts to float16's (0x7e00).
     const F quiet = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fc00000));
     const F canonical = _mm256_blendv_ps(v, quiet, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(p),
-                     _mm256_cvtps_ph(canonical, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(canonical, kToNearest));
+  }
+  // Whether either vector of a pair holds a NaN: rare, and the stores' fast paths skip its
+  // handling when neither does.
+  static bool pair_has_nan(F a, F b) {
+    const __m256 unordered = _mm256_cmp_ps(a, b, _CMP_UNORD_Q);
+    return !_mm256_testz_ps(unordered, unordered);
   }
   // A pair holding no NaN, the common case, skips the two blends that make NaNs quiet.
   static void store_pair_f16(uint16_t* p, F a, F b) {
-    const __m256 unordered = _mm256_cmp_ps(a, b, _CMP_UNORD_Q);
-    if (!_mm256_testz_ps(unordered, unordered)) {
+    if (pair_has_nan(a, b)) {
       store_f16(p, a);
       store_f16(p + kWidth, b);
       return;
     }
-    constexpr int kRounding = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(a, kRounding));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(p + kWidth), _mm256_cvtps_ph(b, kRounding));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(a, kToNearest));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p + kWidth), _mm256_cvtps_ph(b, kToNearest));
   }
   static F load_bf16(const uint16_t* p) {
     const __m256i wide =
@@ -63,8 +67,7 @@ struct Lanes {
   // half the instructions. A pair holding a NaN, rare, takes the 32-bit path.
   static void store_pair_bf16(uint16_t* p, F a, F b) {
     auto* out = reinterpret_cast<__m256i*>(p);
-    const __m256 unordered = _mm256_cmp_ps(a, b, _CMP_UNORD_Q);
-    if (!_mm256_testz_ps(unordered, unordered)) {
+    if (pair_has_nan(a, b)) {
       const __m256i even = _mm256_srli_epi32(rounding_bf16(a), 16);
       _mm256_storeu_si256(out, _mm256_blend_epi16(even, rounding_bf16(b), 0xaa));
       return;
