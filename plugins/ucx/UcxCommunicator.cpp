@@ -128,6 +128,12 @@ UcxCommunicator::UcxCommunicator(const domino_comm_config_t& config)
 }
 
 UcxCommunicator::~UcxCommunicator() {
+  if (!aborted_.load()) {
+    // Bounded: a peer that is gone or busy elsewhere must not hold up this group's destruction.
+    constexpr std::chrono::milliseconds kLongestFlush(10000);
+    worker_.flush(peer_addresses_,
+                  std::chrono::steady_clock::now() + std::min(timeout_.load(), kLongestFlush));
+  }
   worker_.cancel(notice_);
   worker_.release_id(comm_id_);
 }

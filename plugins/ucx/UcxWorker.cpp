@@ -222,9 +222,15 @@ Transfer UcxWorker::post_receive(const std::string& peer_address, int peer, ucp_
   if (!peer_address.empty()) {
     // Connecting to the sender, even when this rank never sends to it, is what lets UCX tell
     // this rank that the sender died. Where it cannot even connect, the receive waits as before
-    // (at most the timeout): a sender that already left may have sent it first.
+    // (at most the timeout): a sender that already left may have sent it first. An endpoint
+    // that failed is kept, not made again: UCX read all the sender sent before the failure, so
+    // the receive may already be matched, and a new endpoint to a sender that has left would
+    // retry a closed port (where UCX 1.13 can abort the process, tcp_ep.c:478). poll() makes
+    // it again, once, for a receive the failure leaves pending.
+    auto cached = endpoints_.find(peer_address);
     ucs_status_t connected = UCS_OK;
-    const Endpoint* sender = endpoint(peer_address, &connected);
+    const Endpoint* sender =
+        cached != endpoints_.end() ? &cached->second : endpoint(peer_address, &connected);
     if (sender != nullptr) {
       t.peer_address = peer_address;
       t.sender_health = sender->health;
@@ -258,6 +264,34 @@ void UcxWorker::notify(const std::string& peer_address, ucp_tag_t tag) {
   ucp_request_param_t param{};
   void* request = ucp_tag_send_nbx(to_peer->ep, &kWord, sizeof kWord, tag, &param);
   if (UCS_PTR_IS_PTR(request)) ucp_request_free(request);  // UCX completes it on its own
+}
+
+void UcxWorker::flush(const std::vector<std::string>& peer_addresses,
+                      std::chrono::steady_clock::time_point deadline) {
+  std::vector<void*> requests;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const std::string& address : peer_addresses) {
+      auto found = endpoints_.find(address);
+      if (found == endpoints_.end() || found->second.health->failure != UCS_OK) continue;
+      ucp_request_param_t param{};
+      void* request = ucp_ep_flush_nbx(found->second.ep, &param);
+      if (UCS_PTR_IS_PTR(request)) requests.push_back(request);
+    }
+  }
+  // The lock is taken per round, so that other groups' threads keep their turns meanwhile.
+  for (void* request : requests) {
+    for (;;) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (ucp_request_check_status(request) != UCS_INPROGRESS ||
+          std::chrono::steady_clock::now() >= deadline) {
+        // One still pending past the deadline is UCX's to finish: freeing it cancels nothing.
+        ucp_request_free(request);
+        break;
+      }
+      progress();
+    }
+  }
 }
 
 void UcxWorker::take_completion(Transfer& t, ucs_status_t status) {
