@@ -1,6 +1,7 @@
 #include "AlgorithmTable.h"
 
 #include <algorithm>
+#include <atomic>
 #include <stdexcept>
 
 #include "PlanShapes.h"
@@ -8,6 +9,7 @@
 namespace domino::topology {
 
 namespace {
+std::atomic<uint64_t> added{0};
 std::vector<AlgorithmEntry>& entries() {
   // Filled during static initialization, by each algorithm's own file (AlgorithmTable.h).
   static std::vector<AlgorithmEntry> table;
@@ -57,6 +59,11 @@ void add_algorithm(AlgorithmEntry entry) {
                    [](const AlgorithmEntry& a, const AlgorithmEntry& b) {
                      return a.home != b.home ? a.home < b.home : a.name < b.name;
                    });
+  added.fetch_add(1, std::memory_order_release);
+}
+
+uint64_t algorithm_table_version() {
+  return added.load(std::memory_order_acquire);
 }
 
 const AlgorithmEntry* find_algorithm(std::string_view name, std::string_view op,

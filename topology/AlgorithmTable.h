@@ -50,6 +50,8 @@ const std::vector<AlgorithmEntry>& algorithm_table();
 // all-reduce's name that is a plan shape's DOMINO_ALGO word (add_plan_shape refuses the
 // converse, so whichever registers second is refused).
 void add_algorithm(AlgorithmEntry entry);
+// Counts the entries added so far: a choice made from the table holds while this is unchanged.
+uint64_t algorithm_table_version();
 
 // Whether a registered name can be given in DOMINO_ALGO, which lowercases what it is given:
 // lowercase letters, digits and '_', not empty.

@@ -19,21 +19,25 @@ void ShmCommunicator::refuse(Op op, const std::string& why) const {
 void ShmCommunicator::collective(const domino_call_t& call, const char* algorithm) {
   const auto op = static_cast<Op>(call.op);
   if (call.op >= topology::kCollectiveCount) refuse(op, "cannot run op " + std::to_string(call.op));
-  std::string_view name;
   if (algorithm != nullptr && algorithm[0] != '\0') {
-    name = algorithm;
-  } else {
-    // The message as the router sizes it (AlgorithmTable.h); a buffer the op has none of is NULL.
-    const domino_buffer_t* sized = topology::sized_by_output(op) ? call.recv : call.send;
-    const double bytes =
-        sized == nullptr ? 0.0 : static_cast<double>(sized->count * dtype_size(sized->dtype));
+    const ShmBody body = find_shm_body(op, algorithm);
+    if (body == nullptr) refuse(op, "has no algorithm '" + std::string(algorithm) + "'");
+    return body(*this, call);
+  }
+  // The message as the router sizes it (AlgorithmTable.h); a buffer the op has none of is NULL.
+  const domino_buffer_t* sized = topology::sized_by_output(op) ? call.recv : call.send;
+  const double bytes =
+      sized == nullptr ? 0.0 : static_cast<double>(sized->count * dtype_size(sized->dtype));
+  const uint64_t version = topology::algorithm_table_version();
+  if (own_choice_.op != call.op || own_choice_.bytes != bytes ||
+      own_choice_.table_version != version) {
     const topology::AlgorithmEntry* own = shm_own_choice(op, size_, bytes, own_cost_);
     if (own == nullptr) refuse(op, "has no priced algorithm");
-    name = own->name;
+    const ShmBody body = find_shm_body(op, own->name);
+    if (body == nullptr) refuse(op, "has no algorithm '" + std::string(own->name) + "'");
+    own_choice_ = {call.op, bytes, version, body};
   }
-  const ShmBody body = find_shm_body(op, name);
-  if (body == nullptr) refuse(op, "has no algorithm '" + std::string(name) + "'");
-  body(*this, call);
+  own_choice_.body(*this, call);
 }
 
 }  // namespace domino::shm

@@ -22,6 +22,7 @@
 #include "PointToPoint.h"
 #include "SegmentLinks.h"
 #include "SharedSegment.h"
+#include "ShmAlgorithms.h"
 #include "domino/plugin.h"
 #include "topology/Collectives.h"
 #include "topology/CostModel.h"
@@ -174,6 +175,15 @@ class ShmCommunicator {
   // CPUs and the probe's verdict. config.small_message_bytes is not read: the regimes are
   // topology/ShmCosts.h's.
   topology::TransportCost own_cost_;
+  // The path the last call handed no name took: small ops repeat one call, and pricing every
+  // path of the table took longer than their whole round.
+  struct OwnChoice {
+    uint32_t op = static_cast<uint32_t>(topology::kCollectiveCount);
+    double bytes = -1;
+    uint64_t table_version = 0;
+    ShmBody body = nullptr;
+  };
+  OwnChoice own_choice_;
   uint64_t probe_word_ = 0;
   std::vector<std::vector<char>> peer_chunks_;  // per peer: one chunk read from it, then reduced
   int (*should_pause_)(void*) = nullptr;

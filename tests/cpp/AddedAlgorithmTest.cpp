@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -19,9 +20,11 @@
 #include "plugins/common/Reduction.h"
 #include "plugins/registry/Communicator.h"
 #include "plugins/registry/PluginRegistry.h"
+#include "plugins/shm/ShmAlgorithms.h"
 #include "support/CheckedComm.h"
 #include "support/CollectiveChecks.h"
 #include "support/RoutedGroup.h"
+#include "support/ShmGroup.h"
 #include "topology/RoutingReport.h"
 
 namespace domino {
@@ -230,6 +233,44 @@ TEST(AddedAlgorithm, HandedNoNameATransportTakesTheCheapestNotTheFirstByName) {
     domino_buffer_t message{nullptr, bytes, DOMINO_UINT8, -1};
     const domino_call_t call = make_call(topology::Collective::kAllToAll, message, message);
     EXPECT_EQ(algorithms::resolve_algorithm(call, "", "", 5, 65536), "direct") << bytes;
+  }
+}
+
+// Shared memory remembers the path it took for the last call handed no name (small ops repeat
+// one call, and pricing the table cost more than their round); a path added since is priced on
+// the next call all the same.
+std::atomic<int> counted_direct_runs{0};
+
+TEST(AddedAlgorithm, SharedMemorysRememberedChoiceGivesWayToOneAddedSince) {
+  testing::ShmGroup group;
+  const auto outcomes = group.run(2, 30000, [](int rank, shm::ShmCommunicator& comm) {
+    std::vector<float> data(6, static_cast<float>(rank + 1));
+    domino_buffer_t buffer{data.data(), data.size(), DOMINO_FLOAT32, -1};
+    const domino_call_t call =
+        make_call(topology::Collective::kAllReduce, buffer, buffer, DOMINO_SUM);
+    comm.collective(call);  // direct, the cheapest as built: remembered
+    if (data[0] != 3) return "the first sum gave " + std::to_string(data[0]);
+    // In this rank's process alone (a forked child): the cheapest for 24-byte messages.
+    shm::register_shm_algorithm(
+        {"counted_direct",
+         "direct, counted",
+         {"all_reduce"},
+         topology::AlgorithmHome::kShm,
+         [](int, double bytes, int, const topology::TransportCost&) {
+           return bytes == 24 ? 0.0 : std::numeric_limits<double>::infinity();
+         }},
+        [](shm::ShmCommunicator& on, const domino_call_t& c) {
+          ++counted_direct_runs;
+          shm::find_shm_body(topology::Collective::kAllReduce, "direct")(on, c);
+        });
+    comm.collective(call);
+    if (data[0] != 6) return "the second sum gave " + std::to_string(data[0]);
+    if (counted_direct_runs != 1) return std::string("the path added since did not run");
+    return std::string();
+  });
+  for (size_t r = 0; r < outcomes.size(); ++r) {
+    EXPECT_EQ(outcomes[r].exit_code, 0) << "rank " << r << ": " << outcomes[r].message;
+    EXPECT_EQ(outcomes[r].message, "") << "rank " << r;
   }
 }
 
