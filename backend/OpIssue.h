@@ -5,6 +5,7 @@
 
 #include <ATen/record_function.h>
 #include <c10/util/ThreadLocalDebugInfo.h>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
 #include <memory>
 #include <optional>
@@ -49,13 +50,18 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::Impl::enqueue(OpSpec spec, Bo
   c10::intrusive_ptr<Work> work = issued.work;
   // A profiled op runs on the lane, where its events say it runs.
   const bool runs_here = issued.blocking && !issued.on_device && !issued.profiler;
-  if (!runs_here || !issued.lane->run_if_idle([&] {
-        issued.at_issue = true;
-        run_issued(issued, body);
-      })) {
-    submit_issued(std::move(issued), std::move(body));
-  }
+  const bool ran_here = runs_here && issued.lane->run_if_idle([&] {
+    issued.at_issue = true;
+    run_issued(issued, body);
+  });
+  if (!ran_here) submit_issued(std::move(issued), std::move(body));
   HandleScope::record(work);
+  // A blocking op that ended here without error leaves nothing to wait for, and c10d's callers
+  // skip wait() when handed no handle ("the backend has sync'ed at CPP level",
+  // distributed_c10d.py): the handle's trip through Python was a fifth of a small op's cost.
+  // torch.compile's in-flight tracking (register_work) takes a handle for every op.
+  if (ran_here && work->succeeded_at_issue() && !c10d::allow_inflight_collective_as_graph_input())
+    return {};
   return work;
 }
 

@@ -77,6 +77,8 @@ class Work : public c10d::Work {
   // complete() for a work that ran at issue, before any other thread could hold it: no future
   // to mark and nobody waiting, so no lock and no notification.
   void complete_at_issue();
+  // Whether a work that ran at issue ended without error; read by the issuing thread alone.
+  bool succeeded_at_issue() const { return !device_ && finished_ && !error_; }
   void fail(std::exception_ptr error);
   void set_source_rank(int rank) { source_rank_ = rank; }
 

@@ -38,6 +38,17 @@ def test_async_op_returns_a_handle_that_waits(world):
         assert value["waited_again"] is True
 
 
+@pytest.mark.parametrize("world", [1, 2])
+def test_a_blocking_op_that_ends_in_the_call_hands_back_no_handle(world):
+    for value in assert_all_ok(run_ranks(world, "blocking_handle")):
+        assert value["handed"] is None, value  # torch skips wait() on None
+        assert value["value"] == value["want"] and value["plain"] == value["plain_want"], value
+        assert value["returned"] is None
+        assert value["tracked"] == "Work", value
+        if world > 1:
+            assert value["failed"] == "Work" and value["failure"] == "DistBackendError", value
+
+
 def test_wait_with_a_timeout_raises_and_the_work_still_finishes():
     first, second = assert_all_ok(run_ranks(2, "wait_with_timeout"))
     assert "did not finish within wait()'s timeout of 300 ms" in first["timed_out"]

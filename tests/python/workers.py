@@ -45,6 +45,44 @@ def async_handle(rank: int, world: int) -> dict:
     }
 
 
+def blocking_handle(rank: int, world: int) -> dict:
+    """What a blocking op hands back: no handle where it ended inside the call."""
+    group = dist.group.WORLD
+    opts = dist.AllreduceOptions()
+    opts.asyncOp = False  # what dist.all_reduce(async_op=False) passes
+    ran_at_issue = torch.full((4,), float(rank + 1))
+    handed = group.allreduce([ran_at_issue], opts)
+    plain = torch.full((3,), float(rank))
+    returned = dist.all_reduce(plain)
+    # torch.compile's in-flight tracking registers a handle for every op: it still gets one.
+    from torch.distributed._functional_collectives import allow_inflight_collective_as_graph_input_ctx
+
+    with allow_inflight_collective_as_graph_input_ctx():
+        tracked = group.allreduce([torch.ones(2)], opts)
+        tracked_type = type(tracked).__name__
+        tracked.wait()
+    # A blocking op that fails inside the call hands its handle back, and wait() raises.
+    mismatched = torch.ones(10 if rank == 1 else 12)
+    failed = group.allreduce([mismatched], opts)
+    failure = None
+    if failed is not None:
+        try:
+            failed.wait()
+        except Exception as error:  # noqa: BLE001
+            failure = type(error).__name__
+    return {
+        "handed": None if handed is None else type(handed).__name__,
+        "value": ran_at_issue.tolist(),
+        "want": [float(sum(range(1, world + 1)))] * 4,
+        "returned": returned,
+        "plain": plain.tolist(),
+        "plain_want": [float(sum(range(world)))] * 3,
+        "tracked": tracked_type,
+        "failed": None if failed is None else type(failed).__name__,
+        "failure": failure,
+    }
+
+
 def future_value_shape(rank: int, world: int) -> dict:
     """What get_future() yields, to compare domino with gloo in the same test."""
     fut = dist.all_reduce(torch.ones(2) * rank, async_op=True).get_future()
