@@ -129,8 +129,10 @@ UcxCommunicator::UcxCommunicator(const domino_comm_config_t& config)
 
 UcxCommunicator::~UcxCommunicator() {
   if (!aborted_.load()) {
-    // Bounded: a peer that is gone or busy elsewhere must not hold up this group's destruction.
-    constexpr std::chrono::milliseconds kLongestFlush(10000);
+    // Bounded: a peer that is gone or busy elsewhere must not hold up this group's destruction
+    // for long (each communicator of a group waits at most this once). A live peer answers a
+    // handshake within milliseconds.
+    constexpr std::chrono::milliseconds kLongestFlush(1000);
     worker_.flush(peer_addresses_,
                   std::chrono::steady_clock::now() + std::min(timeout_.load(), kLongestFlush));
   }

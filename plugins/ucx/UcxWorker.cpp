@@ -279,17 +279,21 @@ void UcxWorker::flush(const std::vector<std::string>& peer_addresses,
       if (UCS_PTR_IS_PTR(request)) requests.push_back(request);
     }
   }
-  // The lock is taken per round, so that other groups' threads keep their turns meanwhile.
+  // The lock is taken per round and the core handed on between rounds, so that other groups'
+  // threads, and peer ranks sharing the cores, keep their turns meanwhile.
   for (void* request : requests) {
     for (;;) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (ucp_request_check_status(request) != UCS_INPROGRESS ||
-          std::chrono::steady_clock::now() >= deadline) {
-        // One still pending past the deadline is UCX's to finish: freeing it cancels nothing.
-        ucp_request_free(request);
-        break;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (ucp_request_check_status(request) != UCS_INPROGRESS ||
+            std::chrono::steady_clock::now() >= deadline) {
+          // One still pending past the deadline is UCX's to finish: freeing it cancels nothing.
+          ucp_request_free(request);
+          break;
+        }
+        progress();
       }
-      progress();
+      std::this_thread::yield();
     }
   }
 }

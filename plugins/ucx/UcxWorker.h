@@ -76,10 +76,12 @@ class UcxWorker {
   // Sends an empty message with tag to the peer and forgets it: nobody waits for it, and a peer
   // that cannot be reached simply does not get it.
   void notify(const std::string& peer_address, ucp_tag_t tag);
-  // Progresses until what this process sent to these peers has reached them, UCX's own
-  // connection handshakes included, or deadline passes; peers it never reached are skipped. A
-  // process that leaves with a handshake half done makes the peer's UCX 1.13 connect back to a
-  // closed port, and that peer aborts (tcp_ep.c:478) instead of failing the connection.
+  // Progresses until what this process sent to these peers has left it (handed to the transport:
+  // the socket, over TCP), UCX's own connection handshakes included, or deadline passes; peers
+  // it never reached are skipped. A process that leaves with a handshake half done makes the
+  // peer's UCX 1.13 connect back to a closed port, and that peer aborts (tcp_ep.c:478) instead
+  // of failing the connection. The endpoints are shared: other groups' sends to these peers
+  // are waited for too.
   void flush(const std::vector<std::string>& peer_addresses,
              std::chrono::steady_clock::time_point deadline);
   // Whether the posted receive t has landed (then its request is freed and sender_tag set).

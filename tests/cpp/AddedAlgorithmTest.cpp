@@ -240,6 +240,7 @@ TEST(AddedAlgorithm, HandedNoNameATransportTakesTheCheapestNotTheFirstByName) {
 // one call, and pricing the table cost more than their round); a path added since is priced on
 // the next call all the same.
 std::atomic<int> counted_direct_runs{0};
+std::atomic<int> counted_direct_pricings{0};
 
 TEST(AddedAlgorithm, SharedMemorysRememberedChoiceGivesWayToOneAddedSince) {
   testing::ShmGroup group;
@@ -257,6 +258,7 @@ TEST(AddedAlgorithm, SharedMemorysRememberedChoiceGivesWayToOneAddedSince) {
          {"all_reduce"},
          topology::AlgorithmHome::kShm,
          [](int, double bytes, int, const topology::TransportCost&) {
+           ++counted_direct_pricings;
            return bytes == 24 ? 0.0 : std::numeric_limits<double>::infinity();
          }},
         [](shm::ShmCommunicator& on, const domino_call_t& c) {
@@ -264,8 +266,13 @@ TEST(AddedAlgorithm, SharedMemorysRememberedChoiceGivesWayToOneAddedSince) {
           shm::find_shm_body(topology::Collective::kAllReduce, "direct")(on, c);
         });
     comm.collective(call);
-    if (data[0] != 6) return "the second sum gave " + std::to_string(data[0]);
-    if (counted_direct_runs != 1) return std::string("the path added since did not run");
+    comm.collective(call);  // the same call again: remembered, not priced
+    if (data[0] != 12) return "the third sum gave " + std::to_string(data[0]);
+    if (counted_direct_runs != 2) return std::string("the path added since did not run");
+    if (counted_direct_pricings != 1) {
+      return "the table was priced " + std::to_string(counted_direct_pricings.load()) +
+             " times for two like calls";
+    }
     return std::string();
   });
   for (size_t r = 0; r < outcomes.size(); ++r) {
