@@ -19,11 +19,12 @@ void ShmCommunicator::refuse(Op op, const std::string& why) const {
 void ShmCommunicator::collective(const domino_call_t& call, const char* algorithm) {
   const auto op = static_cast<Op>(call.op);
   if (call.op >= topology::kCollectiveCount) refuse(op, "cannot run op " + std::to_string(call.op));
-  if (algorithm != nullptr && algorithm[0] != '\0') {
-    const ShmBody body = find_shm_body(op, algorithm);
-    if (body == nullptr) refuse(op, "has no algorithm '" + std::string(algorithm) + "'");
-    return body(*this, call);
-  }
+  auto body_named = [&](std::string_view name) {
+    const ShmBody body = find_shm_body(op, name);
+    if (body == nullptr) refuse(op, "has no algorithm '" + std::string(name) + "'");
+    return body;
+  };
+  if (algorithm != nullptr && algorithm[0] != '\0') return body_named(algorithm)(*this, call);
   // The message as the router sizes it (AlgorithmTable.h); a buffer the op has none of is NULL.
   const domino_buffer_t* sized = topology::sized_by_output(op) ? call.recv : call.send;
   const double bytes =
@@ -33,9 +34,7 @@ void ShmCommunicator::collective(const domino_call_t& call, const char* algorith
       own_choice_.table_version != version) {
     const topology::AlgorithmEntry* own = shm_own_choice(op, size_, bytes, own_cost_);
     if (own == nullptr) refuse(op, "has no priced algorithm");
-    const ShmBody body = find_shm_body(op, own->name);
-    if (body == nullptr) refuse(op, "has no algorithm '" + std::string(own->name) + "'");
-    own_choice_ = {call.op, bytes, version, body};
+    own_choice_ = {call.op, bytes, version, body_named(own->name)};
   }
   own_choice_.body(*this, call);
 }
