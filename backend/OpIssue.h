@@ -42,26 +42,40 @@ struct ProcessGroupDomino::Impl::IssuedOp {
   std::optional<ProfilerContext> profiler;
   std::vector<at::Tensor> inputs;  // for the profiler's event only
   bool at_issue = false;           // runs inside enqueue: its Work is nobody else's yet
+  // An op that may run at issue gets its Work only then, maybe the thread's spare: until then
+  // these wait for it.
+  c10d::OpType type;
+  std::vector<at::Tensor> outputs;
+
+  // A blocking op on host memory; a profiled op runs on the lane, where its events say it runs.
+  bool may_run_here() const { return blocking && !on_device && !profiler; }
 };
 
 template <class Body>
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::Impl::enqueue(OpSpec spec, Body body) {
   IssuedOp issued = issue(spec);
-  c10::intrusive_ptr<Work> work = issued.work;
-  // A profiled op runs on the lane, where its events say it runs.
-  const bool runs_here = issued.blocking && !issued.on_device && !issued.profiler;
-  const bool ran_here = runs_here && issued.lane->run_if_idle([&] {
+  const bool ran_here = issued.may_run_here() && issued.lane->run_if_idle([&] {
+    issued.work = work_at_issue(issued);
     issued.at_issue = true;
     run_issued(issued, body);
   });
-  if (!ran_here) submit_issued(std::move(issued), std::move(body));
+  if (!issued.work)
+    issued.work = c10::make_intrusive<Work>(rank_, issued.type, std::move(issued.outputs));
+  c10::intrusive_ptr<Work> work = issued.work;
+  if (ran_here) {
+    issued.work.reset();
+  } else {
+    submit_issued(std::move(issued), std::move(body));
+  }
   HandleScope::record(work);
   // A blocking op that ended here without error leaves nothing to wait for, and c10d's callers
   // skip wait() when handed no handle ("the backend has sync'ed at CPP level",
   // distributed_c10d.py): the handle's trip through Python took 0.45 us of a small op's 6.5.
   // torch.compile's in-flight tracking (register_work) takes a handle for every op.
-  if (ran_here && work->succeeded_at_issue() && !c10d::allow_inflight_collective_as_graph_input())
+  if (ran_here && work->succeeded_at_issue() && !c10d::allow_inflight_collective_as_graph_input()) {
+    keep_spare(std::move(work));
     return {};
+  }
   return work;
 }
 

@@ -418,7 +418,11 @@ ProcessGroupDomino::Impl::IssuedOp ProcessGroupDomino::Impl::issue(OpSpec& spec)
         ProfilerContext{at::get_record_function_tls_(), c10::ThreadLocalDebugInfo::current()};
     profiled_inputs = inputs;
   }
-  auto work = c10::make_intrusive<Work>(rank_, spec.type, std::move(tensors.outputs));
+  // An op that may run at issue gets its Work then (work_at_issue).
+  c10::intrusive_ptr<Work> work;
+  if (!spec.blocking || spec.device || profiler) {
+    work = c10::make_intrusive<Work>(rank_, spec.type, std::move(tensors.outputs));
+  }
   std::optional<DeviceCollectives::Issue> on_device;
   if (spec.device) {
     on_device = device_->issue(*work, *spec.device, route, lane_index, spec.peer, spec.host_only);
@@ -435,7 +439,32 @@ ProcessGroupDomino::Impl::IssuedOp ProcessGroupDomino::Impl::issue(OpSpec& spec)
           .timeout = timeout(),
           .on_device = std::move(on_device),
           .profiler = std::move(profiler),
-          .inputs = std::move(profiled_inputs)};
+          .inputs = std::move(profiled_inputs),
+          .type = spec.type,
+          .outputs = std::move(tensors.outputs)};
+}
+
+namespace {
+// Only its own thread ever touches it, and never while one of its ops uses it.
+c10::intrusive_ptr<Work>& spare_work() {
+  thread_local c10::intrusive_ptr<Work> spare;
+  return spare;
+}
+}  // namespace
+
+c10::intrusive_ptr<Work> ProcessGroupDomino::Impl::work_at_issue(IssuedOp& issued) {
+  c10::intrusive_ptr<Work> work = std::move(spare_work());
+  if (work && work->rank() == rank_) {
+    work->reuse_at_issue(issued.type, std::move(issued.outputs));
+    return work;
+  }
+  return c10::make_intrusive<Work>(rank_, issued.type, std::move(issued.outputs));
+}
+
+void ProcessGroupDomino::Impl::keep_spare(c10::intrusive_ptr<Work> work) {
+  if (work.use_count() != 1 || work.weak_use_count() != 1) return;
+  work->retire_at_issue();
+  spare_work() = std::move(work);
 }
 
 void ProcessGroupDomino::Impl::run_issued(IssuedOp& issued,

@@ -168,6 +168,20 @@ void Work::complete_at_issue() {
   host_done_.store(true, std::memory_order_release);
 }
 
+void Work::reuse_at_issue(c10d::OpType op, std::vector<at::Tensor> outputs) {
+  opType_ = op;
+  outputs_ = std::move(outputs);
+  source_rank_.store(-1, std::memory_order_relaxed);
+  finished_ = false;
+  completed_ = false;
+  host_done_.store(false, std::memory_order_relaxed);
+}
+
+void Work::retire_at_issue() {
+  outputs_.clear();
+  future_.reset();  // the body may have asked for one
+}
+
 void Work::fail(std::exception_ptr error) {
   c10::intrusive_ptr<c10::ivalue::Future> future;
   {

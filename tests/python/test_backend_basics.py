@@ -44,6 +44,8 @@ def test_a_blocking_op_that_ends_in_the_call_hands_back_no_handle(world):
         assert value["handed"] is None, value  # torch skips wait() on None
         assert value["value"] == value["want"] and value["plain"] == value["plain_want"], value
         assert value["tracked"] == "Work", value
+        assert value["released"], value  # the thread's spare Work holds no caller tensor
+        assert value["after_handed"] == [True] * 3 and value["after"] == value["after_want"], value
         if world > 1:
             assert value["failed"] == "Work" and value["failure"] == "DistBackendError", value
 

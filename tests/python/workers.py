@@ -54,6 +54,17 @@ def blocking_handle(rank: int, world: int) -> dict:
     handed = group.allreduce([ran_at_issue], opts)
     plain = torch.full((3,), float(rank))
     dist.all_reduce(plain)  # torch's own call, which skips wait() on no handle
+    # The thread keeps such an op's Work for its next one, but never the caller's tensors: torch
+    # keeps a tensor's Python object alive while C++ still holds the tensor.
+    import gc
+    import weakref
+
+    dropped = torch.ones(5)
+    dropped_ref = weakref.ref(dropped)
+    dist.all_reduce(dropped)
+    del dropped
+    gc.collect()
+    released = dropped_ref() is None
     # torch.compile's in-flight tracking registers a handle for every op: it still gets one.
     from torch.distributed._functional_collectives import allow_inflight_collective_as_graph_input_ctx
 
@@ -70,7 +81,15 @@ def blocking_handle(rank: int, world: int) -> dict:
             failed.wait()
         except Exception as error:  # noqa: BLE001
             failure = type(error).__name__
+    # Ops that end at issue after a failed one and after a tracked one (neither leaves a spare)
+    # and after one that does: each hands back nothing and sums its own tensor.
+    after = [torch.full((6,), float(rank + k)) for k in range(3)]
+    after_handed = [group.allreduce([t], opts) for t in after]
     return {
+        "released": released,
+        "after_handed": [h is None for h in after_handed],
+        "after": [t.tolist() for t in after],
+        "after_want": [[float(sum(r + k for r in range(world)))] * 6 for k in range(3)],
         "handed": None if handed is None else type(handed).__name__,
         "value": ran_at_issue.tolist(),
         "want": [float(sum(range(1, world + 1)))] * 4,
