@@ -42,10 +42,6 @@ struct ProcessGroupDomino::Impl::IssuedOp {
   std::optional<ProfilerContext> profiler;
   std::vector<at::Tensor> inputs;  // for the profiler's event only
   bool at_issue = false;           // runs inside enqueue: its Work is nobody else's yet
-  // An op that may run at issue gets its Work only then, maybe the thread's spare: until then
-  // these wait for it.
-  c10d::OpType type;
-  std::vector<at::Tensor> outputs;
 
   // A blocking op on host memory; a profiled op runs on the lane, where its events say it runs.
   bool may_run_here() const { return blocking && !on_device && !profiler; }
@@ -55,12 +51,9 @@ template <class Body>
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::Impl::enqueue(OpSpec spec, Body body) {
   IssuedOp issued = issue(spec);
   const bool ran_here = issued.may_run_here() && issued.lane->run_if_idle([&] {
-    issued.work = work_at_issue(issued);
     issued.at_issue = true;
     run_issued(issued, body);
   });
-  if (!issued.work)
-    issued.work = c10::make_intrusive<Work>(rank_, issued.type, std::move(issued.outputs));
   c10::intrusive_ptr<Work> work = issued.work;
   if (ran_here) {
     issued.work.reset();

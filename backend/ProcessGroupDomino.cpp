@@ -418,11 +418,11 @@ ProcessGroupDomino::Impl::IssuedOp ProcessGroupDomino::Impl::issue(OpSpec& spec)
         ProfilerContext{at::get_record_function_tls_(), c10::ThreadLocalDebugInfo::current()};
     profiled_inputs = inputs;
   }
-  // An op that may run at issue gets its Work then (work_at_issue).
-  c10::intrusive_ptr<Work> work;
-  if (!spec.blocking || spec.device || profiler) {
-    work = c10::make_intrusive<Work>(rank_, spec.type, std::move(tensors.outputs));
-  }
+  // An op that may run at issue takes the thread's spare Work, which it keeps if queued instead.
+  c10::intrusive_ptr<Work> work =
+      spec.blocking && !spec.device && !profiler
+          ? work_at_issue(spec.type, std::move(tensors.outputs))
+          : c10::make_intrusive<Work>(rank_, spec.type, std::move(tensors.outputs));
   std::optional<DeviceCollectives::Issue> on_device;
   if (spec.device) {
     on_device = device_->issue(*work, *spec.device, route, lane_index, spec.peer, spec.host_only);
@@ -439,9 +439,7 @@ ProcessGroupDomino::Impl::IssuedOp ProcessGroupDomino::Impl::issue(OpSpec& spec)
           .timeout = timeout(),
           .on_device = std::move(on_device),
           .profiler = std::move(profiler),
-          .inputs = std::move(profiled_inputs),
-          .type = spec.type,
-          .outputs = std::move(tensors.outputs)};
+          .inputs = std::move(profiled_inputs)};
 }
 
 namespace {
@@ -452,17 +450,18 @@ c10::intrusive_ptr<Work>& spare_work() {
 }
 }  // namespace
 
-c10::intrusive_ptr<Work> ProcessGroupDomino::Impl::work_at_issue(IssuedOp& issued) {
+c10::intrusive_ptr<Work> ProcessGroupDomino::Impl::work_at_issue(c10d::OpType type,
+                                                                 std::vector<at::Tensor> outputs) {
   c10::intrusive_ptr<Work> work = std::move(spare_work());
   if (work && work->rank() == rank_) {
-    work->reuse_at_issue(issued.type, std::move(issued.outputs));
+    work->reuse_at_issue(type, std::move(outputs));
     return work;
   }
-  return c10::make_intrusive<Work>(rank_, issued.type, std::move(issued.outputs));
+  return c10::make_intrusive<Work>(rank_, type, std::move(outputs));
 }
 
 void ProcessGroupDomino::Impl::keep_spare(c10::intrusive_ptr<Work> work) {
-  if (work.use_count() != 1 || work.weak_use_count() != 1) return;
+  if (work.use_count() != 1 || work.weak_use_count() != 1) return;  // held on this thread alone
   work->retire_at_issue();
   spare_work() = std::move(work);
 }

@@ -131,9 +131,9 @@ class ProcessGroupDomino::Impl {
   void run_issued(IssuedOp& issued, c10::function_ref<void(Work&, RoutedComm&)> body);
   // Queues the op's job on its lane; its Work's wait() may still run it on the caller.
   void submit_issued(IssuedOp issued, std::function<void(Work&, RoutedComm&)> body);
-  // The Work of an op about to run at issue: the calling thread's spare when it has one of this
+  // The Work of an op that may run at issue: the calling thread's spare when it has one of this
   // group's rank, else a new one.
-  c10::intrusive_ptr<Work> work_at_issue(IssuedOp& issued);
+  c10::intrusive_ptr<Work> work_at_issue(c10d::OpType type, std::vector<at::Tensor> outputs);
   // Keeps the Work of an op that succeeded at issue as the thread's spare, unless someone else
   // holds it too (a HandleScope).
   static void keep_spare(c10::intrusive_ptr<Work> work);

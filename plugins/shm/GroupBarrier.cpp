@@ -26,7 +26,11 @@ GroupBarrier::GroupBarrier(SegmentHeader* header, int rank, int size, std::strin
       group_label_(std::move(group_label)) {}
 
 bool GroupBarrier::all_arrived(uint64_t phase) const {
-  return header_->arrivals.load(std::memory_order_acquire) >= phase * static_cast<uint64_t>(size_);
+  for (int r = 0; r < size_; ++r) {
+    // Sequentially consistent: the other half of the sleepers handshake (arrive_and_wait).
+    if (ranks_[r].arrived_phase.load() < phase) return false;
+  }
+  return true;
 }
 
 std::string GroupBarrier::absent_ranks(uint64_t phase, bool* any_dead) const {
@@ -98,9 +102,12 @@ void GroupBarrier::check_health(std::chrono::steady_clock::time_point now, Deadl
 }
 
 void GroupBarrier::arrive_and_wait(uint64_t phase, Deadline deadline, const char* op_name) {
-  ranks_[rank_].arrived_phase.store(phase, std::memory_order_release);
-  const uint64_t target = phase * static_cast<uint64_t>(size_);
-  if (header_->arrivals.fetch_add(1) + 1 == target) {
+  // Sequentially consistent, like the sleepers count a waiter raises before it looks again
+  // (wait_for) and the arrivals all_arrived reads: of the ranks arriving last, at least one sees
+  // every arrival and, if anyone sleeps, wakes them. Earlier arrivals wake nobody, so sleepers
+  // wake once per step.
+  ranks_[rank_].arrived_phase.store(phase);
+  if (all_arrived(phase) && header_->barrier_word.sleepers.load() > 0) {
     notify(header_->barrier_word);
     return;
   }

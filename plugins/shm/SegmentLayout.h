@@ -15,8 +15,9 @@
 
 namespace domino::shm {
 
-// "DOMINO05": 05 adds the links' channels (04 numbered the ops as topology/Collectives.h does).
-constexpr uint64_t kSegmentMagic = 0x444f4d494e4f3035ull;
+// "DOMINO06": 06 counts barrier arrivals in each rank's own line, with no shared counter (05
+// added the links' channels).
+constexpr uint64_t kSegmentMagic = 0x444f4d494e4f3036ull;
 constexpr size_t kCacheLine = 64;
 constexpr size_t kPage = 4096;
 // The smallest payload slot rank 0 makes: a round's chunk must hold elements for every rank.
@@ -33,7 +34,10 @@ struct OpDescriptor {
 };
 
 struct alignas(kCacheLine) RankControl {
-  std::atomic<uint64_t> arrived_phase;  // the last barrier phase this rank reached
+  // The last barrier phase this rank reached. Waiters read it from every rank: a rank's arrival
+  // moves only its own control lines to its peers, where a shared counter took a contended
+  // read-modify-write per rank and step.
+  std::atomic<uint64_t> arrived_phase;
   std::atomic<int32_t> pid;
   OpDescriptor descriptor[2];  // indexed by round parity
   uint64_t probe_address;      // a word in this rank's private memory, for the CMA probe
@@ -60,8 +64,7 @@ struct alignas(kCacheLine) SegmentHeader {
   uint64_t link_offset;    // the links' channels, laid out as send/recv's
   uint64_t channel_bytes;  // ring bytes per channel
 
-  alignas(kCacheLine) std::atomic<uint64_t> arrivals;  // total barrier arrivals, all ranks
-  WaitWord barrier_word;
+  WaitWord barrier_word;                             // for ranks asleep in the barrier
   alignas(kCacheLine) std::atomic<uint32_t> broken;  // a rank gave up; nobody should wait on it
   char broken_reason[480];
 };

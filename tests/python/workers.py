@@ -81,8 +81,8 @@ def blocking_handle(rank: int, world: int) -> dict:
             failed.wait()
         except Exception as error:  # noqa: BLE001
             failure = type(error).__name__
-    # Ops that end at issue after a failed one and after a tracked one (neither leaves a spare)
-    # and after one that does: each hands back nothing and sums its own tensor.
+    # Ops that end at issue after a failed one (which leaves no spare Work) and after ones that
+    # do: each hands back nothing and sums its own tensor.
     after = [torch.full((6,), float(rank + k)) for k in range(3)]
     after_handed = [group.allreduce([t], opts) for t in after]
     return {
