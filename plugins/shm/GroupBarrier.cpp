@@ -28,7 +28,7 @@ GroupBarrier::GroupBarrier(SegmentHeader* header, int rank, int size, std::strin
 bool GroupBarrier::all_arrived(uint64_t phase) const {
   for (int r = 0; r < size_; ++r) {
     // Sequentially consistent: the other half of the sleepers handshake (arrive_and_wait).
-    if (ranks_[r].arrived_phase.load() < phase) return false;
+    if (phase_line(ranks_, r, phase).arrived.load() < phase) return false;
   }
   return true;
 }
@@ -37,7 +37,7 @@ std::string GroupBarrier::absent_ranks(uint64_t phase, bool* any_dead) const {
   std::string list;
   *any_dead = false;
   for (int r = 0; r < size_; ++r) {
-    if (ranks_[r].arrived_phase.load(std::memory_order_acquire) >= phase) continue;
+    if (phase_line(ranks_, r, phase).arrived.load(std::memory_order_acquire) >= phase) continue;
     const int32_t pid = ranks_[r].pid.load(std::memory_order_relaxed);
     const bool alive = process_alive(pid);
     *any_dead = *any_dead || !alive;
@@ -106,7 +106,7 @@ void GroupBarrier::arrive_and_wait(uint64_t phase, Deadline deadline, const char
   // (wait_for) and the arrivals all_arrived reads: of the ranks arriving last, at least one sees
   // every arrival and, if anyone sleeps, wakes them. Earlier arrivals wake nobody, so sleepers
   // wake once per step.
-  ranks_[rank_].arrived_phase.store(phase);
+  phase_line(ranks_, rank_, phase).arrived.store(phase);
   if (all_arrived(phase) && header_->barrier_word.sleepers.load() > 0) {
     notify(header_->barrier_word);
     return;

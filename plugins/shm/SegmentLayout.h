@@ -15,9 +15,9 @@
 
 namespace domino::shm {
 
-// "DOMINO06": 06 counts barrier arrivals in each rank's own line, with no shared counter (05
-// added the links' channels).
-constexpr uint64_t kSegmentMagic = 0x444f4d494e4f3036ull;
+// "DOMINO07": 07 puts each barrier phase's arrival, descriptor and small payload in one line per
+// rank (06 counted arrivals per rank, with no shared counter; 05 added the links' channels).
+constexpr uint64_t kSegmentMagic = 0x444f4d494e4f3037ull;
 constexpr size_t kCacheLine = 64;
 constexpr size_t kPage = 4096;
 // The smallest payload slot rank 0 makes: a round's chunk must hold elements for every rank.
@@ -33,15 +33,27 @@ struct OpDescriptor {
   uint64_t sequence;
 };
 
+// Bytes of an all-reduce or reduce small enough to travel in its rank's phase line, beside its
+// arrival.
+constexpr size_t kLinePayloadBytes = 24;
+
+// What a rank publishes for one barrier phase, in one cache line: a peer that sees the arrival
+// has the descriptor and a small op's data with it, in one transfer between cores. Two lines per
+// rank, by the phase's parity: no rank can be two phases ahead of another.
+struct alignas(kCacheLine) PhaseLine {
+  // The last phase of this parity that the rank reached. Waiters read every rank's, where a
+  // shared counter took a contended read-modify-write per rank and phase.
+  std::atomic<uint64_t> arrived;
+  OpDescriptor descriptor;  // the op whose first round meets at this phase
+  alignas(8) unsigned char payload[kLinePayloadBytes];
+};
+static_assert(sizeof(PhaseLine) == kCacheLine);
+
 struct alignas(kCacheLine) RankControl {
-  // The last barrier phase this rank reached. Waiters read it from every rank: a rank's arrival
-  // moves only its own control lines to its peers, where a shared counter took a contended
-  // read-modify-write per rank and step.
-  std::atomic<uint64_t> arrived_phase;
+  PhaseLine phase_line[2];  // indexed by barrier phase parity
   std::atomic<int32_t> pid;
-  OpDescriptor descriptor[2];  // indexed by round parity
-  uint64_t probe_address;      // a word in this rank's private memory, for the CMA probe
-  uint32_t can_reach_peer;     // this rank read and wrote its neighbour's probe word directly
+  uint64_t probe_address;   // a word in this rank's private memory, for the CMA probe
+  uint32_t can_reach_peer;  // this rank read and wrote its neighbour's probe word directly
   // Set while this rank may write into peers' buffers; a rank leaving a collective on an error
   // waits for it to clear, so no late write lands in memory its owner has moved on from.
   std::atomic<uint32_t> pushing;
@@ -79,6 +91,11 @@ inline size_t control_bytes(int size) {
 
 inline RankControl* rank_controls(SegmentHeader* header) {
   return reinterpret_cast<RankControl*>(header + 1);
+}
+
+// The line rank's control block holds for barrier phase `phase`.
+inline PhaseLine& phase_line(RankControl* controls, int rank, uint64_t phase) {
+  return controls[rank].phase_line[phase & 1];
 }
 
 inline size_t channel_stride(size_t ring_bytes) {

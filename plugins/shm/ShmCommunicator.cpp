@@ -195,16 +195,18 @@ std::string ShmCommunicator::describe(const OpDescriptor& d) const {
 
 void ShmCommunicator::open_round(const OpDescriptor& mine, const char* op, Deadline until) {
   RankControl* controls = rank_controls(header_);
-  controls[rank_].descriptor[parity_] = mine;
+  // In the line of the phase this round meets at, beside the arrival that publishes it.
+  phase_line(controls, rank_, phase_ + 1).descriptor = mine;
   meet(op, until);
   bool agree = true;
   for (int r = 0; r < size_ && agree; ++r) {
-    agree = std::memcmp(&controls[r].descriptor[parity_], &mine, sizeof mine) == 0;
+    agree = std::memcmp(&phase_line(controls, r, phase_).descriptor, &mine, sizeof mine) == 0;
   }
   if (agree) return;
   std::string calls;
   for (int r = 0; r < size_; ++r) {
-    calls += "\n  rank " + std::to_string(r) + ": " + describe(controls[r].descriptor[parity_]);
+    calls += "\n  rank " + std::to_string(r) + ": " +
+             describe(phase_line(controls, r, phase_).descriptor);
   }
   close_round();  // every rank saw the same descriptors, so all leave this round together
   throw TransportError(DOMINO_ERR_MISMATCH,
@@ -263,6 +265,23 @@ void ShmCommunicator::reduce_rounds(Op kind, const OpDescriptor& mine, const dom
   const size_t count = send.count;
   const auto* in = static_cast<const char*>(send.ptr);
   auto* out = static_cast<char*>(call.recv->ptr);
+  if (count * element <= std::min<size_t>(whole_bytes, kLinePayloadBytes)) {
+    // In the line that publishes this rank's arrival: a peer gets the data with it.
+    RankControl* controls = rank_controls(header_);
+    run_chunks(
+        kind, mine, count, std::max<size_t>(count, 1),
+        [&](size_t, size_t) {
+          std::memcpy(phase_line(controls, rank_, phase_ + 1).payload, in, count * element);
+        },
+        [&](size_t, size_t) {
+          if (!receives) return;
+          for (int r = 0; r < size_; ++r) {
+            inputs_[static_cast<size_t>(r)] = phase_line(controls, r, phase_).payload;
+          }
+          reduce_buffers(out, inputs_.data(), size_, count, send.dtype, op);
+        });
+    return;
+  }
   if (count * element <= std::min(whole_bytes, slot_bytes_)) {
     run_chunks(
         kind, mine, count, std::max<size_t>(count, 1),

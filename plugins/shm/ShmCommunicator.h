@@ -82,7 +82,9 @@ class ShmCommunicator {
 
   // One collective over `count` elements, a round per `chunk`: fill(offset, n) writes this
   // rank's slot, drain(offset, n) reads the others'. At least one round runs, so descriptors
-  // are always compared; for count 0 neither callback runs.
+  // are always compared; for count 0 neither callback runs. A one-round call's fill may write
+  // this rank's line for phase_ + 1 instead (its round meets exactly once, at that phase), and
+  // its drain read the ranks' lines for phase_.
   template <class Fill, class Drain>
   void run_chunks(Op op, const OpDescriptor& mine, size_t count, size_t chunk, Fill&& fill,
                   Drain&& drain);
@@ -100,7 +102,8 @@ class ShmCommunicator {
   // the op, before any message) and returns this rank's descriptor.
   OpDescriptor start_reduce(Op kind, const domino_call_t& call, int root);
   // An all-reduce (root < 0) or reduce through the slots: a message of at most whole_bytes (and
-  // one slot) reduced whole by every rank in one round, a larger one by slices in rounds.
+  // one slot) reduced whole by every rank in one round, a larger one by slices in rounds. One of
+  // at most kLinePayloadBytes (and whole_bytes) goes through the ranks' phase lines instead.
   void reduce_rounds(Op kind, const OpDescriptor& mine, const domino_call_t& call, int root,
                      size_t whole_bytes);
   OpDescriptor start_allgather(const domino_call_t& call);
