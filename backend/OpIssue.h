@@ -42,15 +42,15 @@ struct ProcessGroupDomino::Impl::IssuedOp {
   std::optional<ProfilerContext> profiler;
   std::vector<at::Tensor> inputs;  // for the profiler's event only
   bool at_issue = false;           // runs inside enqueue: its Work is nobody else's yet
-
-  // A blocking op on host memory; a profiled op runs on the lane, where its events say it runs.
-  bool may_run_here() const { return blocking && !on_device && !profiler; }
+  // A blocking op on host memory, not profiled (a profiled op runs on the lane, where its events
+  // say it runs): it runs at issue when its lane is idle, on the thread's spare Work.
+  bool may_run_here = false;
 };
 
 template <class Body>
 c10::intrusive_ptr<c10d::Work> ProcessGroupDomino::Impl::enqueue(OpSpec spec, Body body) {
   IssuedOp issued = issue(spec);
-  const bool ran_here = issued.may_run_here() && issued.lane->run_if_idle([&] {
+  const bool ran_here = issued.may_run_here && issued.lane->run_if_idle([&] {
     issued.at_issue = true;
     run_issued(issued, body);
   });

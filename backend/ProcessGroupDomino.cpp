@@ -419,10 +419,10 @@ ProcessGroupDomino::Impl::IssuedOp ProcessGroupDomino::Impl::issue(OpSpec& spec)
     profiled_inputs = inputs;
   }
   // An op that may run at issue takes the thread's spare Work, which it keeps if queued instead.
+  const bool may_run_here = spec.blocking && !spec.device && !profiler;
   c10::intrusive_ptr<Work> work =
-      spec.blocking && !spec.device && !profiler
-          ? work_at_issue(spec.type, std::move(tensors.outputs))
-          : c10::make_intrusive<Work>(rank_, spec.type, std::move(tensors.outputs));
+      may_run_here ? work_at_issue(spec.type, std::move(tensors.outputs))
+                   : c10::make_intrusive<Work>(rank_, spec.type, std::move(tensors.outputs));
   std::optional<DeviceCollectives::Issue> on_device;
   if (spec.device) {
     on_device = device_->issue(*work, *spec.device, route, lane_index, spec.peer, spec.host_only);
@@ -439,7 +439,8 @@ ProcessGroupDomino::Impl::IssuedOp ProcessGroupDomino::Impl::issue(OpSpec& spec)
           .timeout = timeout(),
           .on_device = std::move(on_device),
           .profiler = std::move(profiler),
-          .inputs = std::move(profiled_inputs)};
+          .inputs = std::move(profiled_inputs),
+          .may_run_here = may_run_here};
 }
 
 namespace {

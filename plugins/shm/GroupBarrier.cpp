@@ -107,8 +107,8 @@ void GroupBarrier::arrive_and_wait(uint64_t phase, Deadline deadline, const char
   // every arrival and, if anyone sleeps, wakes them. Earlier arrivals wake nobody, so sleepers
   // wake once per step.
   phase_line(ranks_, rank_, phase).arrived.store(phase);
-  if (all_arrived(phase) && header_->barrier_word.sleepers.load() > 0) {
-    notify(header_->barrier_word);
+  if (all_arrived(phase)) {
+    if (header_->barrier_word.sleepers.load() > 0) notify(header_->barrier_word);
     return;
   }
   wait_for([&] { return all_arrived(phase); }, header_->barrier_word, spinning_pays(size_),

@@ -265,30 +265,20 @@ void ShmCommunicator::reduce_rounds(Op kind, const OpDescriptor& mine, const dom
   const size_t count = send.count;
   const auto* in = static_cast<const char*>(send.ptr);
   auto* out = static_cast<char*>(call.recv->ptr);
-  if (count * element <= std::min<size_t>(whole_bytes, kLinePayloadBytes)) {
-    // In the line that publishes this rank's arrival: a peer gets the data with it.
-    RankControl* controls = rank_controls(header_);
-    run_chunks(
-        kind, mine, count, std::max<size_t>(count, 1),
-        [&](size_t, size_t) {
-          std::memcpy(phase_line(controls, rank_, phase_ + 1).payload, in, count * element);
-        },
-        [&](size_t, size_t) {
-          if (!receives) return;
-          for (int r = 0; r < size_; ++r) {
-            inputs_[static_cast<size_t>(r)] = phase_line(controls, r, phase_).payload;
-          }
-          reduce_buffers(out, inputs_.data(), size_, count, send.dtype, op);
-        });
-    return;
-  }
   if (count * element <= std::min(whole_bytes, slot_bytes_)) {
+    // Small enough for the line that publishes this rank's arrival: a peer gets the data with it
+    // (the line of phase_ + 1, where this one round meets).
+    const bool in_line = count * element <= kLinePayloadBytes;
+    RankControl* controls = rank_controls(header_);
+    auto data_of = [&](int r, uint64_t phase) -> void* {
+      return in_line ? phase_line(controls, r, phase).payload : static_cast<void*>(slot(r));
+    };
     run_chunks(
         kind, mine, count, std::max<size_t>(count, 1),
-        [&](size_t, size_t) { std::memcpy(slot(rank_), in, count * element); },
+        [&](size_t, size_t) { std::memcpy(data_of(rank_, phase_ + 1), in, count * element); },
         [&](size_t, size_t) {
           if (!receives) return;
-          for (int r = 0; r < size_; ++r) inputs_[static_cast<size_t>(r)] = slot(r);
+          for (int r = 0; r < size_; ++r) inputs_[static_cast<size_t>(r)] = data_of(r, phase_);
           reduce_buffers(out, inputs_.data(), size_, count, send.dtype, op);
         });
     return;

@@ -36,6 +36,19 @@ std::string check_sum(int rank, int size, ShmCommunicator& comm, size_t count, b
   return "";
 }
 
+// What an in-place float32 SUM all-reduce of `count` ones raised: "<status>: <message>", or
+// "no error".
+std::string allreduce_said(ShmCommunicator& comm, size_t count) {
+  std::vector<float> data(count, 1.0f);
+  domino_buffer_t buffer{data.data(), data.size(), DOMINO_FLOAT32, -1};
+  try {
+    testing::CheckedComm{comm}.allreduce(buffer, buffer, DOMINO_SUM);
+  } catch (const TransportError& e) {
+    return std::to_string(e.status()) + ": " + e.what();
+  }
+  return "no error";
+}
+
 class ShmAllreduce : public ::testing::TestWithParam<int> {};
 
 TEST_P(ShmAllreduce, SmallAndChunkedSumsAreExact) {
@@ -63,14 +76,7 @@ INSTANTIATE_TEST_SUITE_P(WorldSizes, ShmAllreduce, ::testing::Values(1, 2, 3, 4,
 TEST(ShmCommunicator, MismatchedSizesFailOnEveryRankAndTheGroupStaysUsable) {
   Group group;
   const auto outcomes = group.run(3, 30000, [&](int rank, ShmCommunicator& comm) {
-    std::vector<float> data(rank == 1 ? 10 : 12, 1.0f);
-    domino_buffer_t buffer{data.data(), data.size(), DOMINO_FLOAT32, -1};
-    std::string said = "no error";
-    try {
-      testing::CheckedComm{comm}.allreduce(buffer, buffer, DOMINO_SUM);
-    } catch (const TransportError& e) {
-      said = std::to_string(e.status()) + ": " + e.what();
-    }
+    const std::string said = allreduce_said(comm, rank == 1 ? 10 : 12);
     return said + "\n---\n" + check_sum(rank, 3, comm, 100, true);
   });
   for (int r = 0; r < 3; ++r) {
@@ -148,14 +154,7 @@ TEST_P(ShmAllreduce, DataInThePhaseLineSumsExactlyInEveryWidth) {
 TEST(ShmCommunicator, SizesOnEitherSideOfThePhaseLineFailOnEveryRankAndTheGroupStaysUsable) {
   Group group;
   const auto outcomes = group.run(3, 30000, [&](int rank, ShmCommunicator& comm) {
-    std::vector<float> data(rank == 1 ? 5 : 12, 1.0f);
-    domino_buffer_t buffer{data.data(), data.size(), DOMINO_FLOAT32, -1};
-    std::string said = "no error";
-    try {
-      testing::CheckedComm{comm}.allreduce(buffer, buffer, DOMINO_SUM);
-    } catch (const TransportError& e) {
-      said = std::to_string(e.status()) + ": " + e.what();
-    }
+    const std::string said = allreduce_said(comm, rank == 1 ? 5 : 12);
     std::string after;
     for (int repeat = 0; repeat < 5 && after.empty(); ++repeat) {
       after = check_sum(rank, 3, comm, 1 + static_cast<size_t>(repeat), repeat % 2 == 0);
