@@ -7,7 +7,10 @@ would pick instead, in the same processes, alternating call batches.
 Peers (bench only: `bash bench/peers/setup.sh` installs them outside the project's environment):
 
 - deepspeed: DeepSpeed's CPU shared-memory op (`deepspeed.comm.inference_all_reduce`, the op
-  DeepSpeed's and vLLM's CPU tensor parallelism call), built by DeepSpeed itself on first use;
+  DeepSpeed's and vLLM's CPU tensor parallelism call), built by DeepSpeed itself on first use.
+  Its bfloat16 and float16 run only where the CPU has AVX-512BW; elsewhere it calls
+  `torch.distributed.all_reduce`, which is domino here, so those dtypes are not timed (the
+  table says so);
 - fake: torch's no-op `fake` backend (`torch.testing._internal.distributed.fake_pg`), whose
   all-reduce returns at once: the cost of c10d's dispatch from Python alone, the floor any
   backend pays;
@@ -66,6 +69,7 @@ def worker(args: argparse.Namespace) -> None:
     gloo = dist.new_group(backend="gloo")
     # Every backend is called the same way, with its group named, as the fake one must be.
     world_group = dist.group.WORLD
+    skipped = set()  # (dtype, backend) pairs that would time another backend under its name
     calls = {"domino": lambda x: dist.all_reduce(x, group=world_group),
              "gloo": lambda x: dist.all_reduce(x, group=gloo)}
     if "fake" in args.backends:
@@ -82,6 +86,12 @@ def worker(args: argparse.Namespace) -> None:
         if not hasattr(torch.ops.deepspeed, "inference_all_reduce_"):
             raise SystemExit("DeepSpeed's shared-memory op did not build: nothing to compare")
         calls["deepspeed"] = lambda x: dscomm.inference_all_reduce(x)
+        for dtype_name in args.dtypes:
+            if not deepspeed_runs_its_own_op(dscomm, getattr(torch, dtype_name)):
+                skipped.add((dtype_name, "deepspeed"))
+                if rank == 0:
+                    print(MARK + json.dumps({"backend": "deepspeed", "dtype": dtype_name,
+                                             "world": world, "fallback": True}), flush=True)
     if "oneccl" in args.backends:
         calls["oneccl"] = OneCclAllReduce(rank, world, gloo)
     slowest = torch.zeros(1, dtype=torch.float64)
@@ -102,7 +112,7 @@ def worker(args: argparse.Namespace) -> None:
             if nbytes >= element:
                 # Zeros: repeated in-place sums stay finite in every dtype.
                 tensors[dtype_name] = torch.zeros(nbytes // element, dtype=dtype)
-        entries = [(d, b) for d in tensors for b in backends]
+        entries = [(d, b) for d in tensors for b in backends if (d, b) not in skipped]
         iters = {}
         for d, b in entries:
             x = tensors[d]
@@ -133,6 +143,32 @@ def worker(args: argparse.Namespace) -> None:
     if "oneccl" in calls:
         calls["oneccl"].close()
     dist.destroy_process_group()
+
+
+def deepspeed_runs_its_own_op(dscomm, dtype) -> bool:
+    """Whether DeepSpeed's `inference_all_reduce` runs its shared-memory op for `dtype` here.
+
+    Where it cannot (DeepSpeed 0.19.8 runs 16-bit only with AVX-512BW), it calls
+    `torch.distributed.all_reduce` on the default group, which is domino's: timing that as
+    DeepSpeed would compare domino with itself. One call per rank, watched, tells; every rank
+    takes the same branch, since the rule is the CPU's.
+    """
+    import torch
+    import torch.distributed as dist
+
+    fell_back = []
+    real = dist.all_reduce
+
+    def watched(*args, **kwargs):
+        fell_back.append(True)
+        return real(*args, **kwargs)
+
+    dist.all_reduce = watched
+    try:
+        dscomm.inference_all_reduce(torch.zeros(8, dtype=dtype))
+    finally:
+        dist.all_reduce = real
+    return not fell_back
 
 
 class OneCclAllReduce:
@@ -195,6 +231,10 @@ def run_world(world: int, args: argparse.Namespace) -> list[dict]:
             if line.startswith(MARK):
                 row = json.loads(line[len(MARK):])
                 rows.append(row)
+                if row.get("fallback"):
+                    print(f"  [world {world}] {row['dtype']:>8} {row['backend']}: its op does not "
+                          "run this dtype on this CPU; not timed", flush=True)
+                    continue
                 print(f"  [world {world}] {row['dtype']:>8} {human(row['bytes']):>7} "
                       f"{row['backend']:>9}: {row['time_us']:10.1f} us", flush=True)
             elif line.strip() and "arning" not in line:
@@ -206,10 +246,34 @@ def run_world(world: int, args: argparse.Namespace) -> list[dict]:
     return rows
 
 
+def cpu_line() -> str:
+    """The CPU, and whether it has AVX-512BW, which DeepSpeed's 16-bit op needs."""
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return "CPU: unknown"
+    model = next((line.split(":", 1)[1].strip() for line in info.splitlines()
+                  if line.startswith("model name")), "unknown")
+    flags = next((line.split(":", 1)[1].split() for line in info.splitlines()
+                  if line.startswith("flags")), [])
+    return (f"CPU: {model}, {os.cpu_count()} logical CPUs, "
+            f"{'with' if 'avx512bw' in flags else 'without'} AVX-512BW.")
+
+
 def markdown(rows: list[dict], backends: list[str]) -> str:
+    fallbacks = [r for r in rows if r.get("fallback")]
+    rows = [r for r in rows if not r.get("fallback")]
     t = {(r["backend"], r["dtype"], r["world"], r["bytes"]): r["time_us"] for r in rows}
     peers = [b for b in backends if b != "domino"]
-    out = []
+    out = [cpu_line()]
+    for backend in sorted({r["backend"] for r in fallbacks}):
+        mine = [r for r in fallbacks if r["backend"] == backend]
+        dtypes = [d for d in DTYPES if any(r["dtype"] == d for r in mine)]
+        worlds = sorted({r["world"] for r in mine})
+        out.append(f"\n{backend}: its op does not run {' or '.join(dtypes)} on this CPU "
+                   "(DeepSpeed 0.19.8 runs 16-bit only with AVX-512BW) and calls "
+                   "torch.distributed.all_reduce, i.e. domino, instead; not timed "
+                   f"(world {', '.join(map(str, worlds))}).")
     for world in sorted({r["world"] for r in rows}):
         for dtype in [d for d in DTYPES if any(r["dtype"] == d for r in rows)]:
             header = ["size"] + [f"{b} us" for b in backends] + [f"{p} / domino" for p in peers]
@@ -297,10 +361,11 @@ def main(argv=None) -> int:
     with open(args.out / f"{args.stem}.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=["backend", "dtype", "world", "bytes", "time_us"])
         w.writeheader()
-        w.writerows({**r, "time_us": round(r["time_us"], 2)} for r in rows)
+        w.writerows({**r, "time_us": round(r["time_us"], 2)} for r in rows
+                    if not r.get("fallback"))
     table = markdown(rows, args.backends)
     (args.out / f"{args.stem}.md").write_text(table)
-    plot(rows, args.backends, args.out / f"{args.stem}.png")
+    plot([r for r in rows if not r.get("fallback")], args.backends, args.out / f"{args.stem}.png")
     print(table)
     print(f"wrote {args.out / args.stem}.csv, .md and .png in {time.time() - started:.0f} s")
     return 0
