@@ -3,7 +3,8 @@
 // what the paths measured against each other on this machine class (python -m torch_domino.bench
 // with DOMINO_ALGO=direct, rsag and the default, worlds 2 and 4; bench/results/shm_paths.md):
 //   all_reduce   direct (every rank reduces the whole message) up to 32 KiB, rsag (each rank its
-//                slice) above, single_copy (reads from the peers' memory) from 1 to 64 MiB;
+//                slice) above, single_copy (reads from the peers' memory) from 1 to 64 MiB, and
+//                priced just above rsag from 64 KiB to 1 MiB, where it won on some hosts only;
 //   all_gather   segment (through the slots), single_copy above 64 KiB gathered (with more ranks
 //                than CPUs, from 256 KiB to 16 MiB);
 //   reduce_scatter  segment, single_copy above 64 KiB of input while every rank has a CPU;
@@ -23,6 +24,10 @@ namespace domino::topology {
 // Direct's regime: messages up to this size every rank reduces whole; above it each rank its
 // slice. A reduce to one root through the segment splits its rounds at the same size.
 inline constexpr size_t kShmDirectMaxBytes = size_t{32} << 10;
+
+// Single-copy all-reduces are priced from this size up (below it the syscalls outweigh the copy
+// they save).
+inline constexpr size_t kShmSingleCopyAllreduceMinBytes = size_t{64} << 10;
 
 double shm_direct_seconds(int ranks, double bytes, int flows, const TransportCost& cost);
 double shm_rsag_seconds(int ranks, double bytes, int flows, const TransportCost& cost);

@@ -71,7 +71,8 @@ class RoutedComm {
   // ran (observability; tests check the algorithm trial with it).
   const std::string& last_large_algorithm() const { return last_large_algorithm_; }
 
-  static constexpr size_t kAlgorithmTrialFromBytes = size_t{1} << 20;
+  // Where the in-host paths' order turned out to differ between hosts (ShmCosts.h).
+  static constexpr size_t kAlgorithmTrialFromBytes = size_t{64} << 10;
 
  private:
   // One collective call as the plan's steps see it.
@@ -125,7 +126,8 @@ class RoutedComm {
   std::optional<PlanTrial> small_allreduce_trial_;  // groups across hosts, plan not forced
   // Which in-host all-reduce wins at large sizes depends on the machine (how its caches and
   // memory serve reads from a peer's pages against copies through the slots: single_copy ran
-  // 0.7x rsag's time on one host class and 1.3x-1.8x on another), which the table's regimes,
+  // 0.7x rsag's time on one host class, 1.3x-1.8x on another, and 0.6x from 64 KiB on a third),
+  // which the table's regimes,
   // measured on one, cannot know. So one-host groups try the table's two cheapest per size class
   // (a power of two of bytes) from kAlgorithmTrialFromBytes (public, above) and adopt the
   // faster, for every dtype and reduction of that class.

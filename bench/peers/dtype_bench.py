@@ -116,9 +116,9 @@ def worker(args: argparse.Namespace) -> None:
         iters = {}
         for d, b in entries:
             x = tensors[d]
-            # From 1 MiB a one-host domino group tries two in-host all-reduces on its first 48
+            # From 64 KiB a one-host domino group tries two in-host all-reduces on its first 48
             # calls of each size class (docs/routing.md): timed is what it runs after.
-            for _ in range(5 if nbytes < (1 << 20) else 50 if b == "domino" else 1):
+            for _ in range(5 if nbytes < (64 << 10) else 50 if b == "domino" else 1):
                 calls[b](x)
             start = time.perf_counter()
             calls[b](x)

@@ -112,10 +112,10 @@ def worker(args: argparse.Namespace) -> None:
                     call = lambda: dist.all_gather_into_tensor(big, small)  # noqa: E731
                 else:
                     call = lambda: dist.reduce_scatter_tensor(small, big)  # noqa: E731
-            # The first sizes also warm the process. From 1 MiB a one-host domino group tries two
+            # The first sizes also warm the process. From 64 KiB a one-host domino group tries two
             # in-host all-reduces on its first 48 calls of each size class (docs/routing.md):
             # timed is what it runs after.
-            warm = 20 if nbytes < (1 << 20) else 50 if args.backend == "domino" else 2
+            warm = 20 if nbytes < (64 << 10) else 50 if args.backend == "domino" else 2
             for _ in range(warm):
                 call()
             sync()

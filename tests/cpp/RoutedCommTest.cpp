@@ -190,7 +190,7 @@ TEST(RoutedComm, SmallAllReducesTryEachPlanThenAllRanksAdoptTheSame) {
   for (int r = 0; r < 4; ++r) EXPECT_EQ(outcomes[r].message, "") << "rank " << r;
 }
 
-// A one-host group tries the table's two cheapest in-host all-reduces per size class from 1 MiB,
+// A one-host group tries the table's two cheapest in-host all-reduces per size class from 64 KiB,
 // block by block, then every rank adopts the same one; every call's sum is exact throughout.
 TEST(RoutedComm, LargeOneHostAllReducesTryTwoAlgorithmsThenAllRanksAdoptTheSame) {
   const std::vector<std::string> hosts = {"a", "a", "a"};

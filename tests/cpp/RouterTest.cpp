@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "topology/AlgorithmTable.h"
 #include "topology/PlanShapes.h"
@@ -297,6 +299,25 @@ TEST(Router, AForcedInHostAlgorithmNamesTheOneHostAllReduceAndPricesItByTheTable
         Router(kOneHost, costs, single_copy).choose(Collective::kAllReduce, 4 << 20).describe(),
         "all_reduce@group:single_copy");
   }
+}
+
+// From 64 KiB to 1 MiB single-copy all-reduces won on one VM and lost on others: the table keeps
+// rsag there but offers single_copy second, for a one-host group's trial to measure; below
+// 64 KiB it is never offered, and from 1 MiB it is the table's first.
+TEST(Router, OneHostAllReducesOfferSingleCopyToTheTrialFrom64KiB) {
+  const Router router(kOneHost, CostModel{}, {});
+  const auto candidates = [&](size_t bytes) { return router.intra_allreduce_candidates(bytes, 2); };
+  EXPECT_EQ(candidates(48u << 10), (std::vector<std::string>{"rsag", "direct"}));
+  for (const size_t bytes : {size_t{64} << 10, size_t{96} << 10, size_t{768} << 10}) {
+    EXPECT_EQ(candidates(bytes), (std::vector<std::string>{"rsag", "single_copy"})) << bytes;
+    EXPECT_EQ(router.choose(Collective::kAllReduce, bytes).describe(), "all_reduce@group:rsag")
+        << bytes;
+  }
+  EXPECT_EQ(candidates(3u << 20), (std::vector<std::string>{"single_copy", "rsag"}));
+  CostModel off;
+  off.intra.single_copy = false;
+  EXPECT_EQ(Router(kOneHost, off, {}).intra_allreduce_candidates(768u << 10, 2),
+            (std::vector<std::string>{"rsag", "direct"}));
 }
 
 TEST(Router, CostStringsParseOrNameTheVariable) {
