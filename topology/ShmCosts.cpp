@@ -11,9 +11,9 @@ constexpr double kNever = std::numeric_limits<double>::infinity();
 // one that wins there; single-copy reads run at this fraction of the rounds' time.
 constexpr double kOutOfRegime = 1.25;
 constexpr double kSingleCopyShare = 0.7;
-// Below 1 MiB, where the regimes' host class kept rsag, single-copy all-reduces ran 0.6x rsag's
-// time on another: priced just above rsag, so the table keeps rsag and a one-host group's trial
-// measures the two.
+// Below 1 MiB, where the regimes' host class kept rsag, single-copy all-reduces ran 0.5x-0.7x
+// rsag's time on another: priced just above rsag, so the table keeps rsag and a one-host group's
+// trial measures the two.
 constexpr double kSingleCopyUnsureShare = 1.05;
 
 // A reduce-scatter or all-gather of `whole` bytes in all among ranks: each moves all but its

@@ -126,10 +126,10 @@ class RoutedComm {
   std::optional<PlanTrial> small_allreduce_trial_;  // groups across hosts, plan not forced
   // Which in-host all-reduce wins at large sizes depends on the machine (how its caches and
   // memory serve reads from a peer's pages against copies through the slots: single_copy ran
-  // 0.7x rsag's time on one host class, 1.3x-1.8x on another, and 0.6x from 64 KiB on a third),
-  // which the table's regimes, measured on one, cannot know. So one-host groups try the table's
-  // two cheapest per size class (a power of two of bytes) from kAlgorithmTrialFromBytes (public,
-  // above) and adopt the faster, for every dtype and reduction of that class.
+  // 0.7x rsag's time on one host class, 1.3x-1.8x on another, and 0.5x-0.7x from 64 KiB on a
+  // third), which the table's regimes, measured on one, cannot know. So one-host groups try the
+  // table's two cheapest per size class (a power of two of bytes) from kAlgorithmTrialFromBytes
+  // (public, above) and adopt the faster, for every dtype and reduction of that class.
   std::map<int, Trial<std::string>> large_allreduce_trials_;
   std::string last_large_algorithm_;
   // Plans by (op, pick, bytes); emptied when it grows past kCachedPlans.

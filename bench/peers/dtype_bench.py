@@ -113,12 +113,15 @@ def worker(args: argparse.Namespace) -> None:
                 # Zeros: repeated in-place sums stay finite in every dtype.
                 tensors[dtype_name] = torch.zeros(nbytes // element, dtype=dtype)
         entries = [(d, b) for d in tensors for b in backends if (d, b) not in skipped]
+        if not entries:
+            continue
         iters = {}
         for d, b in entries:
             x = tensors[d]
             # From 64 KiB a one-host domino group tries two in-host all-reduces on its first 48
             # calls of each size class (docs/routing.md): timed is what it runs after.
-            for _ in range(5 if nbytes < (64 << 10) else 50 if b == "domino" else 1):
+            warm = 50 if b == "domino" and nbytes >= (64 << 10) else 5 if nbytes < (1 << 20) else 1
+            for _ in range(warm):
                 calls[b](x)
             start = time.perf_counter()
             calls[b](x)
@@ -271,8 +274,8 @@ def markdown(rows: list[dict], backends: list[str]) -> str:
         dtypes = [d for d in DTYPES if any(r["dtype"] == d for r in mine)]
         worlds = sorted({r["world"] for r in mine})
         out.append(f"\n{backend}: its op does not run {' or '.join(dtypes)} on this CPU "
-                   "(DeepSpeed 0.19.8 runs 16-bit only with AVX-512BW) and calls "
-                   "torch.distributed.all_reduce, i.e. domino, instead; not timed "
+                   "(DeepSpeed 0.19.8 runs float32 with AVX2 and 16-bit only with AVX-512BW) and "
+                   "calls torch.distributed.all_reduce, i.e. domino, instead; not timed "
                    f"(world {', '.join(map(str, worlds))}).")
     for world in sorted({r["world"] for r in rows}):
         for dtype in [d for d in DTYPES if any(r["dtype"] == d for r in rows)]:

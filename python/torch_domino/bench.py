@@ -115,7 +115,8 @@ def worker(args: argparse.Namespace) -> None:
             # The first sizes also warm the process. From 64 KiB a one-host domino group tries two
             # in-host all-reduces on its first 48 calls of each size class (docs/routing.md):
             # timed is what it runs after.
-            warm = 20 if nbytes < (64 << 10) else 50 if args.backend == "domino" else 2
+            trial = args.backend == "domino" and nbytes >= (64 << 10)
+            warm = 50 if trial else 20 if nbytes < (1 << 20) else 2
             for _ in range(warm):
                 call()
             sync()

@@ -194,7 +194,8 @@ TEST(RoutedComm, SmallAllReducesTryEachPlanThenAllRanksAdoptTheSame) {
 // block by block, then every rank adopts the same one; every call's sum is exact throughout.
 TEST(RoutedComm, LargeOneHostAllReducesTryTwoAlgorithmsThenAllRanksAdoptTheSame) {
   const std::vector<std::string> hosts = {"a", "a", "a"};
-  const size_t n = (RoutedComm::kAlgorithmTrialFromBytes / sizeof(int64_t)) + 5;
+  // A literal size, not the constant: the trial must start at 64 KiB.
+  const size_t n = ((size_t{64} << 10) / sizeof(int64_t)) + 5;
   const auto outcomes = testing::run_routed(hosts, {}, [&](int rank, int size, RoutedComm& comm) {
     std::vector<int64_t> mine(n), out(n), want(n, 0);
     for (size_t i = 0; i < n; ++i) mine[i] = v(rank, i);
